@@ -1,0 +1,3 @@
+"""Lamarckian: distributed evolutionary reinforcement learning and self-play."""
+
+__version__ = "0.1.0"

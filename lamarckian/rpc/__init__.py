@@ -1,0 +1,16 @@
+"""ZeroMQ RPC over Ray: ``@all/@any/@gather`` decorators and the ``All/Any/Gather`` callers.
+
+Ray creates and places processes and hands out addresses; every call's data travels over ZeroMQ,
+authenticated (HMAC-SHA256), with arrays as zero-copy frames and nothing unpickled.
+"""
+
+from .auth import run_secret
+from .callers import All, Any, Gather
+from .decorators import all, any, gather  # noqa: A004 - the seed's public names
+from .errors import ActorDiedError, ProtocolError, RemoteError, RPCError
+from .settings import RpcSettings
+
+__all__ = [
+    "All", "Any", "Gather", "all", "any", "gather",
+    "ActorDiedError", "ProtocolError", "RemoteError", "RPCError", "RpcSettings", "run_secret",
+]

@@ -1,0 +1,302 @@
+"""``All``, ``Any`` and ``Gather``: call decorated actors (Ray actor handles or local objects).
+
+    actors = [ray.remote(Actor).remote() for _ in range(4)]
+    with All(actors) as everyone:
+        everyone("set_weights", blob)              # on every actor; results in actor order
+        everyone.broadcast("set_weights", blob)    # fire-and-check: returns at once, errors surface later
+    with Any(actors) as someone:
+        someone("evaluate", seed)                  # one free actor
+        for result in someone.map(("evaluate", s) for s in seeds): ...
+    with Gather(All(actors)) as gather, gather.gathering("sample"):
+        segment = gather()                          # next result any actor streamed
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import time
+from typing import Any, Iterable, Iterator, Sequence
+
+from .connection import Connection
+from .errors import ActorDiedError
+from .link import Link, raise_remote
+from .settings import RpcSettings
+from .wire import Kind
+
+Settings = RpcSettings | dict | None
+
+
+class _Caller:
+    """Membership and closing shared by All and Any."""
+
+    pattern = ""
+
+    def __init__(self, actors: Iterable[Any], *, settings: Settings = None, secret: bytes | None = None) -> None:
+        self.link = Link(actors, self.pattern, settings, secret)
+
+    @property
+    def actors(self) -> list[Any]:
+        """The actors' handles (or local objects), in order."""
+        return [connection.handle for connection in self.link.connections]
+
+    def __len__(self) -> int:
+        return len(self.link.connections)
+
+    def add(self, actor: Any) -> None:
+        """Append a (replacement) actor."""
+        self.link.add([actor])
+
+    def remove(self, actor: Any) -> None:
+        """Drop an actor (by handle, or by index): a dead one, or one no longer wanted."""
+        self.link.detach(self._connection(actor))
+
+    def _connection(self, actor: Any) -> Connection:
+        if isinstance(actor, int):
+            return self.link.connections[actor]
+        for connection in self.link.connections:
+            if connection.handle is actor or connection.name == actor:
+                return connection
+        raise ValueError(f"{actor!r} is not one of this {type(self).__name__}'s actors")
+
+    def close(self) -> None:
+        """Close every socket; the actors keep serving other callers."""
+        self.link.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+
+class All(_Caller):
+    """Call a method on every actor (``@all``)."""
+
+    pattern = "all"
+
+    def __init__(self, actors: Iterable[Any], *, settings: Settings = None, secret: bytes | None = None) -> None:
+        super().__init__(actors, settings=settings, secret=secret)
+        self._unchecked: collections.deque[int] = collections.deque()
+
+    def __call__(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
+        """Run ``name(*args, **kwargs)`` on every actor; block until all return; results in actor order.
+        The payload is encoded and signed once; remote nodes get one copy each through a relay."""
+        self.check()
+        connections = list(self.link.connections)
+        request_id = self.link.request(connections, Kind.CALL, [name, list(args), kwargs], relay=True)
+        replies = self.link.wait(request_id)
+        return [self.link.value(connection, replies[connection]) for connection in connections]
+
+    def broadcast(self, name: str, *args: Any, **kwargs: Any) -> None:
+        """Fire-and-check: send the call to every actor and return at once. A failure (remote exception
+        or a dead actor) is raised by the next call, :meth:`check` or :meth:`wait`. Do not modify arrays
+        passed here until :meth:`wait` returns: they are sent without copying."""
+        self.check()
+        connections = list(self.link.connections)
+        self._unchecked.append(self.link.request(connections, Kind.CALL, [name, list(args), kwargs], relay=True))
+
+    def check(self) -> None:
+        """Raise the first error of finished broadcasts, without blocking."""
+        self.link.pump(0)
+        while self._unchecked:
+            request_id = self._unchecked[0]
+            self.link.check_alive(request_id)
+            if not self.link.done(request_id):
+                return
+            self._finish(self._unchecked.popleft())
+
+    def wait(self) -> None:
+        """Block until every broadcast finished; raise the first error."""
+        while self._unchecked:
+            self._finish(self._unchecked.popleft())
+
+    def _finish(self, request_id: int) -> None:
+        for connection, message in self.link.wait(request_id).items():
+            self.link.value(connection, message)
+
+
+class Any(_Caller):
+    """Call a method on one free actor (``@any``)."""
+
+    pattern = "any"
+
+    def __init__(self, actors: Iterable[Any], *, settings: Settings = None, secret: bytes | None = None) -> None:
+        super().__init__(actors, settings=settings, secret=secret)
+        self._busy: collections.Counter[Connection] = collections.Counter()
+        self._turn = 0
+
+    def _pick(self) -> Connection:
+        alive = [c for c in self.link.connections if c.alive]
+        if not alive:
+            dead = self.link.connections[0] if self.link.connections else None
+            raise ActorDiedError(dead.name if dead else "every actor", 0 if dead else None, "no live actor left")
+        self._turn = (self._turn + 1) % len(alive)
+        rotated = alive[self._turn:] + alive[:self._turn]
+        return min(rotated, key=lambda connection: self._busy[connection])
+
+    def submit(self, name: str, *args: Any, **kwargs: Any) -> tuple[Connection, int]:
+        """Send a call to the least busy actor; returns a ticket for :meth:`result`."""
+        connection = self._pick()
+        request_id = self.link.request([connection], Kind.CALL, [name, list(args), kwargs])
+        self._busy[connection] += 1
+        return connection, request_id
+
+    def result(self, ticket: tuple[Connection, int]) -> Any:
+        """Block for a submitted call's result."""
+        connection, request_id = ticket
+        try:
+            reply = self.link.wait(request_id)[connection]
+        finally:
+            self._busy[connection] -= 1
+        return self.link.value(connection, reply)
+
+    def __call__(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Run ``name(*args, **kwargs)`` on one free actor and return its result."""
+        return self.result(self.submit(name, *args, **kwargs))
+
+    def map(self, calls: Iterable[Sequence[Any]], *, ordered: bool = True, depth: int = 1) -> Iterator[Any]:
+        """Run each ``(name, *args)`` of ``calls`` on some actor, keeping every actor busy with up to
+        ``depth`` calls; yields results in submission order (``ordered``) or as they complete."""
+        pending = iter(calls)
+        in_flight: collections.deque[tuple[Connection, int]] = collections.deque()
+        exhausted = False
+        ready: dict[int, Any] = {}
+        try:
+            while True:
+                while not exhausted and len(in_flight) < depth * sum(c.alive for c in self.link.connections):
+                    call = next(pending, None)
+                    if call is None:
+                        exhausted = True
+                        break
+                    in_flight.append(self.submit(call[0], *call[1:]))
+                if not in_flight:
+                    return
+                yield from self._harvest(in_flight, ordered)
+        finally:
+            for connection, request_id in in_flight:  # abandoned by an error or a closed generator
+                self._busy[connection] -= 1
+                self.link.forget(request_id)
+
+    def _harvest(self, in_flight: "collections.deque[tuple[Connection, int]]", ordered: bool) -> Iterator[Any]:
+        """Wait for at least one reply; yield what can be yielded in the requested order."""
+        while True:
+            finished = [t for t in in_flight if self.link.done(t[1])]
+            if ordered:
+                finished = finished[:1] if finished and finished[0] is in_flight[0] else []
+            if finished:
+                for ticket in finished:
+                    in_flight.remove(ticket)
+                    yield self.result(ticket)
+                return
+            for _, request_id in in_flight:
+                self.link.check_alive(request_id)
+            self.link.pump(None)
+
+
+class Gather:
+    """Stream results from every actor of an :class:`All` (``@gather``).
+
+    ``gathering(name)`` makes each actor call ``self.name()`` in a loop and send every result;
+    ``gather()`` returns the next one. Each actor has at most ``credits`` results in flight: it makes the
+    next one when the caller takes one (back-pressure). ``gathering(None)`` stops the loops.
+    """
+
+    def __init__(self, everyone: All, credits: int = 1) -> None:
+        if credits < 1:
+            raise ValueError(f"credits must be at least 1, got {credits}")
+        for connection in everyone.link.connections:
+            if "gather" not in connection.endpoint["patterns"]:
+                raise TypeError(f"{connection.name} is not decorated with @gather")
+        self.all = everyone
+        self.link = everyone.link
+        self.credits = credits
+        self.last_index: int | None = None
+        self._call: list[Any] | None = None
+
+    def gathering(self, name: str | None, *args: Any, **kwargs: Any) -> contextlib.AbstractContextManager:
+        """Start (or, with None, stop) every actor's loop of ``name(*args, **kwargs)``. The loops run
+        from this call on; the returned context manager stops them on exit (``with gather.gathering(...)``)."""
+        self._stop()
+        if name is not None:
+            self._call = [name, list(args), kwargs]
+            for connection in self.link.connections:
+                self._start(connection)
+        return contextlib.closing(_Stopper(self))
+
+    def _start(self, connection: Connection) -> None:
+        generation = self.link.next_id()
+        self.link.generations[connection] = generation
+        self.link.send(connection, self.link.wire.pack(Kind.GATHER_START, generation, [*self._call, self.credits]))
+
+    def _stop(self) -> None:
+        if self._call is None:
+            return
+        self._call = None
+        live = [c for c in self.link.connections if c.alive]
+        for connection in live:
+            self.link.generations.pop(connection, None)
+        if live:
+            request_id = self.link.request(live, Kind.GATHER_STOP)
+            self.link.wait(request_id, timeout=self.link.settings.timeout, what="stopping a gather")
+        self.link.items.clear()
+
+    def receive(self, timeout: float | None = None) -> tuple[int, Any]:
+        """The next ``(actor index, result)``; raises ActorDiedError if a gathering actor dies, TimeoutError
+        after ``timeout`` seconds, RemoteError if the actor's method raised (its loop then stops)."""
+        if self._call is None:
+            raise RuntimeError("not gathering: call gathering('method') first")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.link.items:
+            for connection in self.link.generations:
+                if not connection.alive:
+                    del self.link.generations[connection]
+                    raise ActorDiedError(connection.name, self.link.index(connection), connection.death)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise TimeoutError(f"no gathered result within {timeout}s")
+            self.link.pump(None if remaining is None else max(1, int(remaining * 1000)))
+        connection, message = self.link.items.popleft()
+        self.last_index = self.link.index(connection)
+        if message.kind == Kind.ERROR:
+            self.link.generations.pop(connection, None)
+            raise_remote(message.value, connection.name)
+        self.link.send(connection, self.link.wire.pack(Kind.CREDIT, message.request_id, 1))
+        return self.last_index, message.value
+
+    def __call__(self, timeout: float | None = None) -> Any:
+        """The next gathered result (see :meth:`receive`)."""
+        return self.receive(timeout)[1]
+
+    def add(self, actor: Any) -> None:
+        """Add a (replacement) actor to the All; it starts gathering at once if a loop is running."""
+        connection = self.link.add([actor])[0]
+        if self._call is not None:
+            self._start(connection)
+
+    def remove(self, actor: Any) -> None:
+        """Drop an actor (a dead one, typically); its queued results are discarded."""
+        connection = self.all._connection(actor)
+        self.link.items = collections.deque(item for item in self.link.items if item[0] is not connection)
+        self.all.remove(actor)
+
+    def close(self) -> None:
+        """Stop the loops (if the actors are alive) and close the All."""
+        try:
+            self._stop()
+        finally:
+            self.all.close()
+
+    def __enter__(self) -> "Gather":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+
+class _Stopper:
+    def __init__(self, gather: Gather) -> None:
+        self.gather = gather
+
+    def close(self) -> None:
+        self.gather.gathering(None)

@@ -1,0 +1,221 @@
+"""Per-node relays: a broadcast crosses the network once per node, then fans out on that node.
+
+Caller side, :class:`Relays` decides which targets go through a relay (``rpc.relay``), starts one relay
+process per remote node on demand (a Ray actor pinned to the node) and unwraps its answers. The relay
+(:class:`RelayServer`) verifies the caller's RELAY message, forwards the inner (already signed) frames to
+each target without copying them, and returns the targets' replies in one RELAY_REPLY. A target that
+dies is reported as a reply of size -1, so the caller raises ActorDiedError naming it.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+import zmq
+
+from .connection import Connection
+from .errors import ActorDiedError, ProtocolError
+from .server import ServingThread
+from .settings import RpcSettings
+from .wire import Kind, Message
+
+if TYPE_CHECKING:
+    from .link import Link
+
+DEAD = -1
+
+
+@dataclasses.dataclass
+class _Job:
+    identity: bytes
+    request_id: int
+    replies: list[Any]
+    remaining: int
+
+
+class RelayServer(ServingThread):
+    """Forwards RELAY messages to the targets they name and collects their replies (FIFO per target:
+    a server answers calls in arrival order)."""
+
+    def __init__(self, *, secret: bytes, settings: RpcSettings) -> None:
+        self._targets: dict[str, Connection] = {}
+        self._by_socket: dict[zmq.Socket, Connection] = {}
+        self._pending: dict[Connection, collections.deque[tuple[_Job, int]]] = {}
+        super().__init__(name=f"Relay(pid={os.getpid()})", secret=secret, settings=settings)
+
+    def endpoint(self) -> dict[str, Any]:
+        from . import sockets
+
+        return {"address": self.address, "name": self.name, "node": sockets.node_id(), "pid": os.getpid(),
+                "patterns": ["relay"], "curve_public_key": self.curve_public_key}
+
+    def _handle(self, identity: bytes, message: Message) -> None:
+        if message.kind == Kind.PING:
+            self._send(identity, Kind.PONG, message.request_id, {"name": self.name, "patterns": ["relay"]})
+            return
+        if message.kind != Kind.RELAY:
+            raise ProtocolError("malformed", f"a relay does not take {message.kind.name}")
+        value = message.value
+        if not (isinstance(value, dict) and isinstance(value.get("targets"), list)
+                and isinstance(value.get("frames"), int) and 2 <= value["frames"] <= len(message.frames)):
+            raise ProtocolError("malformed", "a relay request is {targets, frames}")
+        inner = message.frames[-value["frames"]:]
+        job = _Job(identity, message.request_id, [None] * len(value["targets"]), len(value["targets"]))
+        for slot, target in enumerate(value["targets"]):
+            connection = self._connect(target)
+            if connection.alive:
+                connection.socket.send_multipart(inner, copy=False)
+                self._pending[connection].append((job, slot))
+            else:
+                self._complete(job, slot, DEAD)
+        self.stats["relayed"] += 1
+
+    def _connect(self, target: Any) -> Connection:
+        if not (isinstance(target, list) and len(target) == 2 and isinstance(target[0], str)):
+            raise ProtocolError("malformed", "a relay target is [address, curve key]")
+        address, curve_key = target
+        connection = self._targets.get(address)
+        if connection is None:
+            endpoint = {"address": address, "name": address, "node": None, "curve_public_key": curve_key}
+            connection = Connection(self._context, endpoint, self.settings)
+            self._targets[address] = connection
+            self._pending[connection] = collections.deque()
+            self._by_socket[connection.socket] = connection
+            self._by_socket[connection.monitor] = connection
+            self._poller.register(connection.socket, zmq.POLLIN)
+            self._poller.register(connection.monitor, zmq.POLLIN)
+        return connection
+
+    def _readable(self, sock: zmq.Socket) -> None:
+        connection = self._by_socket.get(sock)
+        if connection is None:
+            super()._readable(sock)
+        elif sock is connection.monitor:
+            connection.read_monitor()
+            if not connection.alive:
+                pending = self._pending[connection]
+                while pending:
+                    self._complete(*pending.popleft(), DEAD)
+        else:
+            while True:
+                try:
+                    frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
+                except zmq.Again:
+                    return
+                if self._pending[connection]:
+                    self._complete(*self._pending[connection].popleft(), frames)
+
+    def _complete(self, job: _Job, slot: int, reply: Any) -> None:
+        job.replies[slot] = reply
+        job.remaining -= 1
+        if job.remaining == 0:
+            sizes = [DEAD if reply is DEAD else len(reply) for reply in job.replies]
+            frames = [frame for reply in job.replies if reply is not DEAD for frame in reply]
+            self._send(job.identity, Kind.RELAY_REPLY, job.request_id, {"sizes": sizes}, extra=frames)
+
+    def _close_thread_sockets(self) -> None:
+        for connection in self._targets.values():
+            connection.close()
+
+
+class RelayActor:
+    """The Ray actor hosting a :class:`RelayServer` on one node."""
+
+    def __init__(self) -> None:
+        self._server: RelayServer | None = None
+
+    def start(self, secret: bytes, settings: dict) -> dict[str, Any]:
+        if self._server is None:
+            self._server = RelayServer(secret=secret, settings=RpcSettings.from_mapping(settings))
+        return self._server.endpoint()
+
+    def stats(self) -> dict[str, int]:
+        return dict(self._server.stats) if self._server else {}
+
+
+class Relays:
+    """The caller's relays, one per remote node that needs one, started on first use."""
+
+    def __init__(self, link: "Link") -> None:
+        self.link = link
+        self.relayed = 0
+        self._by_node: dict[str, tuple[Any, Connection]] = {}
+        self._jobs: dict[int, list[tuple[Connection, list[Connection]]]] = {}
+
+    def route(self, connections: Sequence[Connection], own_node: str) -> tuple[list[Connection], dict[Connection, list[Connection]]]:
+        """Split targets into those sent directly and, per relay, those reached through it."""
+        mode = self.link.settings.relay
+        groups: dict[str, list[Connection]] = collections.defaultdict(list)
+        for connection in connections:
+            groups[connection.node].append(connection)
+        direct: list[Connection] = []
+        relayed: dict[Connection, list[Connection]] = {}
+        for node, group in groups.items():
+            remote = node != own_node
+            if remote and (mode == "always" or (mode == "auto" and len(group) >= 2)):
+                relayed[self._relay_for(node)] = group
+            else:
+                direct.extend(group)
+        return direct, relayed
+
+    def _relay_for(self, node: str) -> Connection:
+        if node not in self._by_node:
+            import ray
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            strategy = NodeAffinitySchedulingStrategy(node_id=node, soft=False)
+            handle = ray.remote(num_cpus=0)(RelayActor).options(scheduling_strategy=strategy).remote()
+            endpoint = ray.get(handle.start.remote(self.link.secret, self.link.settings.to_mapping()),
+                               timeout=self.link.settings.start_timeout)
+            connection = self.link.attach(Connection(self.link.context, endpoint, self.link.settings, handle), member=False)
+            self._by_node[node] = (handle, connection)
+            self.link.wait(self.link.request([connection], Kind.PING), self.link.settings.timeout, "a relay handshake")
+        return self._by_node[node][1]
+
+    def forward(self, relay: Connection, targets: list[Connection], request_id: int, frames: list[Any]) -> None:
+        """Send ``frames`` (one signed message) to ``targets`` through ``relay``."""
+        description = [[t.endpoint["address"], t.endpoint.get("curve_public_key")] for t in targets]
+        outer = self.link.wire.pack(Kind.RELAY, request_id, {"targets": description, "frames": len(frames)}, extra=frames)
+        self.link.send(relay, outer)
+        self._jobs.setdefault(request_id, []).append((relay, targets))
+        self.relayed += 1
+
+    def unwrap(self, relay: Connection, message: Message) -> Iterator[tuple[Connection, Sequence[memoryview] | None]]:
+        """Each target's inner reply frames (None for a target that died) from a RELAY_REPLY."""
+        jobs = self._jobs.get(message.request_id, [])
+        match = next((job for job in jobs if job[0] is relay), None)
+        sizes = message.value.get("sizes") if isinstance(message.value, dict) else None
+        if match is None or not isinstance(sizes, list) or len(sizes) != len(match[1]):
+            self.link.dropped["stale"] += 1
+            return
+        jobs.remove(match)
+        position = 0
+        for target, size in zip(match[1], sizes):
+            if size == DEAD:
+                target.alive = False
+                target.death = f"reported dead by {relay.name}"
+                yield target, None
+            else:
+                yield target, message.frames[position:position + size]
+                position += size
+
+    def check_alive(self, request_id: int) -> None:
+        for relay, _ in self._jobs.get(request_id, ()):
+            if not relay.alive:
+                raise ActorDiedError(relay.name, None, relay.death)
+
+    def finish(self, request_id: int) -> None:
+        self._jobs.pop(request_id, None)
+
+    def close(self) -> None:
+        """Close relay connections and end the relay processes."""
+        for handle, connection in self._by_node.values():
+            connection.close()
+            import ray
+
+            if ray.is_initialized():
+                ray.kill(handle)
+        self._by_node.clear()

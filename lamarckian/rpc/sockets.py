@@ -1,0 +1,74 @@
+"""Socket set-up shared by servers, relays and callers: heartbeats, size limits, CurveZMQ, bind address."""
+
+from __future__ import annotations
+
+import socket as stdlib_socket
+import sys
+from typing import Any
+
+import zmq
+
+from .settings import RpcSettings
+
+LOOPBACK = "127.0.0.1"
+
+
+def configure(socket: zmq.Socket, settings: RpcSettings) -> None:
+    """Common options: no linger on close, ZMTP heartbeats (answered by libzmq's I/O thread, not Python)
+    that drop a silent peer after ``settings.timeout``, and libzmq's own per-frame size limit."""
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.setsockopt(zmq.HEARTBEAT_IVL, int(settings.heartbeat * 1000))
+    socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(settings.timeout * 1000))
+    socket.setsockopt(zmq.HEARTBEAT_TTL, int(settings.timeout * 1000))
+    socket.setsockopt(zmq.MAXMSGSIZE, settings.max_message_bytes)
+
+
+def make_server_curve(socket: zmq.Socket) -> bytes:
+    """Turn on CurveZMQ for a server socket; returns its public key (Z85) to hand to clients via Ray."""
+    if not zmq.has("curve"):
+        raise RuntimeError("rpc.curve is on but this libzmq was built without CURVE support")
+    public, secret = zmq.curve_keypair()
+    socket.curve_secretkey = secret
+    socket.curve_publickey = public
+    socket.curve_server = True
+    return public
+
+
+def make_client_curve(socket: zmq.Socket, server_public_key: bytes) -> None:
+    """Turn on CurveZMQ for a client socket talking to a server with ``server_public_key``."""
+    public, secret = zmq.curve_keypair()
+    socket.curve_secretkey = secret
+    socket.curve_publickey = public
+    socket.curve_serverkey = server_public_key
+
+
+def _ray() -> Any:
+    ray = sys.modules.get("ray")
+    return ray if ray is not None and ray.is_initialized() else None
+
+
+def node_id() -> str:
+    """Ray's node id of this process, or the host name outside Ray."""
+    ray = _ray()
+    if ray is not None:
+        return ray.get_runtime_context().get_node_id()
+    return stdlib_socket.gethostname()
+
+
+def bind_host(settings: RpcSettings) -> str:
+    """Where a server binds: ``settings.host`` if given; 127.0.0.1 when every node of the Ray cluster
+    shares this machine's address (or outside Ray); otherwise this node's own IP."""
+    if settings.host:
+        return settings.host
+    ray = _ray()
+    if ray is None:
+        return LOOPBACK
+    own = ray.util.get_node_ip_address()
+    addresses = {node["NodeManagerAddress"] for node in ray.nodes() if node.get("Alive")}
+    return LOOPBACK if addresses <= {own} else own
+
+
+def bind_random_port(socket: zmq.Socket, host: str) -> str:
+    """Bind to an OS-assigned port; returns the endpoint clients connect to."""
+    socket.bind(f"tcp://{host}:*")
+    return socket.getsockopt_string(zmq.LAST_ENDPOINT)

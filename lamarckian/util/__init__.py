@@ -1,0 +1,1 @@
+"""Compatibility paths of the seed project."""
