@@ -69,11 +69,9 @@ def _release(self: Any) -> None:
 
 def _mark(cls: T, pattern: str) -> T:
     ray = sys.modules.get("ray")
-    if ray is not None and isinstance(cls, ray.actor.ActorClass):
-        _mark(cls.__ray_metadata__.modified_class, pattern)
-        metadata = cls.__ray_metadata__
-        metadata.method_meta = type(metadata.method_meta).create(metadata.modified_class)
-        return cls
+    if ray is not None and isinstance(cls, ray.actor.ActorClass):  # @all above @ray.remote(...)
+        original = cls.__ray_metadata__.modified_class.__ray_actor_class__
+        return ray.remote(**cls._default_options)(_mark(original, pattern))
     if not isinstance(cls, type):
         raise TypeError(f"@{pattern} decorates a class, not {cls!r}")
     setattr(cls, PATTERNS_ATTRIBUTE, frozenset(getattr(cls, PATTERNS_ATTRIBUTE, ())) | {pattern})

@@ -162,12 +162,8 @@ class Link:
             if sock is connection.monitor:
                 monitors.append(connection)
                 continue
-            while True:
-                try:
-                    frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
-                except zmq.Again:
-                    break
-                self._dispatch(connection, frames)
+            while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                self._dispatch(connection, sock.recv_multipart(copy=False))
         for connection in monitors:  # after the data: a reply sent just before death still counts
             connection.read_monitor()
 

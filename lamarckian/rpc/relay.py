@@ -100,11 +100,8 @@ class RelayServer(ServingThread):
                 while pending:
                     self._complete(*pending.popleft(), DEAD)
         else:
-            while True:
-                try:
-                    frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
-                except zmq.Again:
-                    return
+            while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                frames = sock.recv_multipart(copy=False)
                 if self._pending[connection]:
                     self._complete(*self._pending[connection].popleft(), frames)
 

@@ -85,10 +85,10 @@ class ServingThread:
     def _run(self) -> None:
         try:
             while True:
-                events = dict(self._poller.poll(0 if self._idle_work_ready() else None))
-                if self._wake_recv in events:
-                    return
-                for sock in events:
+                events = self._poller.poll(0 if self._idle_work_ready() else None)
+                for sock, _ in events:
+                    if sock is self._wake_recv:
+                        return
                     self._readable(sock)
                 self._idle_work()
         finally:
@@ -99,11 +99,8 @@ class ServingThread:
     def _readable(self, sock: zmq.Socket) -> None:
         if sock is not self._socket:
             return
-        while True:
-            try:
-                frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                return
+        while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            frames = sock.recv_multipart(copy=False)
             identity = frames[0].bytes
             try:
                 self._handle(identity, self._wire.unpack(frames[1:]))

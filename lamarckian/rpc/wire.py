@@ -68,8 +68,11 @@ class Wire:
     def unpack(self, frames: Sequence[Any], *, decode: bool = True) -> Message:
         """Verify and decode frames (bytes or ``zmq.Frame``); raises :class:`ProtocolError` with a reason."""
         views = [frame.buffer if hasattr(frame, "buffer") else memoryview(frame) for frame in frames]
-        if sum(view.nbytes for view in views) > self.settings.max_message_bytes:
-            raise ProtocolError("oversize", f"{sum(v.nbytes for v in views)} bytes")
+        total = 0
+        for view in views:
+            total += view.nbytes
+        if total > self.settings.max_message_bytes:
+            raise ProtocolError("oversize", f"{total} bytes over rpc.max_message_bytes={self.settings.max_message_bytes}")
         if len(views) < 2 or views[0].nbytes < PREFIX_BYTES or views[-1].nbytes != TAG_BYTES:
             raise ProtocolError("malformed", f"{len(views)} frames")
         header, data, tag = views[0], views[1:-1], views[-1]

@@ -1,0 +1,71 @@
+"""Decorated classes the RPC tests call (module-level so Ray can import them in its workers)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from lamarckian.rpc import all, any, gather
+
+
+@gather
+@all
+@any
+class Echo:
+    """Echoes values, raises on demand, streams a counter, sleeps."""
+
+    def __init__(self, tag: int = 0) -> None:
+        self.tag = tag
+        self.produced = 0
+
+    def echo(self, *args, **kwargs):
+        return {"args": args, "kwargs": kwargs, "tag": self.tag}
+
+    def add(self, x, y=1):
+        return x + y + self.tag
+
+    def checksum(self, array: np.ndarray) -> float:
+        return float(array.sum(dtype=np.float64)) if array.size else 0.0
+
+    def nbytes(self, array: np.ndarray) -> int:
+        return int(array.nbytes)
+
+    def fail(self, message: str) -> None:
+        raise ValueError(message)
+
+    def sleep(self, seconds: float) -> int:
+        time.sleep(seconds)
+        return self.tag
+
+    def count(self) -> tuple:
+        self.produced += 1
+        return (self.tag, self.produced)
+
+    def slow_count(self) -> tuple:
+        time.sleep(0.05)
+        return self.count()
+
+    def produced_so_far(self) -> int:
+        return self.produced
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def node(self) -> str:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
+    def unsendable(self):
+        return {1, 2}
+
+    def _private(self) -> str:
+        return "secret"
+
+
+@all
+class OnlyAll:
+    def ping(self) -> str:
+        return "pong"

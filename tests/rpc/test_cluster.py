@@ -1,0 +1,62 @@
+"""A 3-node Ray cluster on this machine (ray.cluster_utils.Cluster): All, Any, Gather across nodes,
+and a broadcast that crosses to each remote node once through its relay."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lamarckian.rpc import All, Any, Gather, RpcSettings
+
+from .peers import Echo
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    import ray
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    workers = [cluster.add_node(num_cpus=1) for _ in range(2)]
+    ray.init(address=cluster.address, log_to_driver=False)
+    cluster.wait_for_nodes()
+    yield ray, [node.node_id for node in workers]
+    ray.shutdown()
+    cluster.shutdown()
+
+
+def place(ray, node_id: str, tag: int):
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+    return ray.remote(num_cpus=0)(Echo).options(scheduling_strategy=strategy).remote(tag)
+
+
+def test_all_any_gather_across_three_nodes_with_relays(cluster):
+    ray, worker_nodes = cluster
+    head = ray.get_runtime_context().get_node_id()
+    nodes = [head, worker_nodes[0], worker_nodes[0], worker_nodes[1], worker_nodes[1]]
+    actors = [place(ray, node, tag) for tag, node in enumerate(nodes)]
+    assert ray.get([actor.node.remote() for actor in actors]) == nodes
+
+    everyone = All(actors, settings=RpcSettings(relay="auto"))
+    blob = np.random.default_rng(0).random(2**20)  # 8 MB
+    sent_before = everyone.link.bytes_sent
+    assert everyone("checksum", blob) == pytest.approx([blob.sum()] * 5)
+    sent = everyone.link.bytes_sent - sent_before
+    assert everyone.link._relays.relayed == 2  # one relay per remote node, each got one copy
+    assert 3 * blob.nbytes <= sent < 3.1 * blob.nbytes  # head actor + 2 relays, not 5 copies
+    assert everyone("add", 1, 0) == [1, 2, 3, 4, 5]
+    relay_stats = [ray.get(handle.stats.remote()) for handle, _ in everyone.link._relays._by_node.values()]
+    assert [stats["relayed"] for stats in relay_stats] == [2, 2]
+
+    with Any(actors) as someone:
+        assert sorted(someone.map([("add", 0, 0)] * 10)) == sorted(someone.map([("add", 0, 0)] * 10))
+        assert set(someone.map([("sleep", 0.2)] * 10, ordered=False)) == {0, 1, 2, 3, 4}
+
+    gather = Gather(everyone)
+    with gather.gathering("count"):
+        assert {gather()[0] for _ in range(40)} == {0, 1, 2, 3, 4}
+    gather.close()
