@@ -102,11 +102,14 @@ class RawClient:
     def gather(self, count: int) -> None:
         for sock in self.sockets:
             sock.send(b"c")
-        for received in range(count):
+        requested, received = len(self.sockets), 0
+        while received < count:
             for sock, _ in self.poller.poll():
                 sock.recv(copy=False)
-                if received + len(self.sockets) < count:
+                received += 1
+                if requested < count:
                     sock.send(b"c")
+                    requested += 1
 
 
 def main() -> None:
