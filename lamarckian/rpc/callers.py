@@ -237,8 +237,8 @@ class Gather:
         for connection in live:
             self.link.generations.pop(connection, None)
         if live:
-            request_id = self.link.request(live, Kind.GATHER_STOP)
-            self.link.wait(request_id, timeout=self.link.settings.timeout, what="stopping a gather")
+            # answered after the step in progress (however long); a dead actor raises ActorDiedError
+            self.link.wait(self.link.request(live, Kind.GATHER_STOP))
         self.link.items.clear()
 
     def receive(self, timeout: float | None = None) -> tuple[int, Any]:

@@ -93,8 +93,12 @@ class Link:
             if self.pattern not in endpoint["patterns"]:
                 raise TypeError(f"{endpoint['name']} is not decorated with @{self.pattern}")
             added.append(self.attach(Connection(self.context, endpoint, self.settings, actor)))
-        request_id = self.request(added, Kind.PING)
-        self.wait(request_id, timeout=self.settings.timeout, what="the start handshake")
+        try:
+            self.wait(self.request(added, Kind.PING), timeout=self.settings.timeout, what="the start handshake")
+        except Exception:
+            for connection in added:
+                self.detach(connection)
+            raise
         return added
 
     def attach(self, connection: Connection, member: bool = True) -> Connection:

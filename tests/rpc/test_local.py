@@ -126,3 +126,12 @@ def test_close_returns_threads_and_file_descriptors_to_baseline():
     gc.collect()
     assert threading.active_count() == threads
     assert _fd_count() == fds
+
+
+def test_stopping_a_gather_waits_for_a_step_longer_than_the_timeout():
+    with Gather(All([Echo(4)], settings={"timeout": 0.3, "heartbeat": 0.1})) as gather:
+        gather.gathering("sleep", 0.8)
+        assert gather() == 4
+        gather.gathering(None)  # the second 0.8 s step is running: stop waits for it, no error
+        with pytest.raises(RuntimeError, match="not gathering"):
+            gather()
