@@ -16,7 +16,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import time
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any as Value, Iterable, Iterator, Sequence
 
 from .connection import Connection
 from .errors import ActorDiedError
@@ -32,26 +32,26 @@ class _Caller:
 
     pattern = ""
 
-    def __init__(self, actors: Iterable[Any], *, settings: Settings = None, secret: bytes | None = None) -> None:
+    def __init__(self, actors: Iterable[Value], *, settings: Settings = None, secret: bytes | None = None) -> None:
         self.link = Link(actors, self.pattern, settings, secret)
 
     @property
-    def actors(self) -> list[Any]:
+    def actors(self) -> list[Value]:
         """The actors' handles (or local objects), in order."""
         return [connection.handle for connection in self.link.connections]
 
     def __len__(self) -> int:
         return len(self.link.connections)
 
-    def add(self, actor: Any) -> None:
+    def add(self, actor: Value) -> None:
         """Append a (replacement) actor."""
         self.link.add([actor])
 
-    def remove(self, actor: Any) -> None:
+    def remove(self, actor: Value) -> None:
         """Drop an actor (by handle, or by index): a dead one, or one no longer wanted."""
         self.link.detach(self._connection(actor))
 
-    def _connection(self, actor: Any) -> Connection:
+    def _connection(self, actor: Value) -> Connection:
         if isinstance(actor, int):
             return self.link.connections[actor]
         for connection in self.link.connections:
@@ -66,7 +66,7 @@ class _Caller:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: Value) -> None:
         self.close()
 
 
@@ -75,11 +75,11 @@ class All(_Caller):
 
     pattern = "all"
 
-    def __init__(self, actors: Iterable[Any], *, settings: Settings = None, secret: bytes | None = None) -> None:
+    def __init__(self, actors: Iterable[Value], *, settings: Settings = None, secret: bytes | None = None) -> None:
         super().__init__(actors, settings=settings, secret=secret)
         self._unchecked: collections.deque[int] = collections.deque()
 
-    def __call__(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
+    def __call__(self, name: str, *args: Value, **kwargs: Value) -> list[Value]:
         """Run ``name(*args, **kwargs)`` on every actor; block until all return; results in actor order.
         The payload is encoded and signed once; remote nodes get one copy each through a relay."""
         self.check()
@@ -88,7 +88,7 @@ class All(_Caller):
         replies = self.link.wait(request_id)
         return [self.link.value(connection, replies[connection]) for connection in connections]
 
-    def broadcast(self, name: str, *args: Any, **kwargs: Any) -> None:
+    def broadcast(self, name: str, *args: Value, **kwargs: Value) -> None:
         """Fire-and-check: send the call to every actor and return at once. A failure (remote exception
         or a dead actor) is raised by the next call, :meth:`check` or :meth:`wait`. Do not modify arrays
         passed here until :meth:`wait` returns: they are sent without copying."""
@@ -121,7 +121,7 @@ class Any(_Caller):
 
     pattern = "any"
 
-    def __init__(self, actors: Iterable[Any], *, settings: Settings = None, secret: bytes | None = None) -> None:
+    def __init__(self, actors: Iterable[Value], *, settings: Settings = None, secret: bytes | None = None) -> None:
         super().__init__(actors, settings=settings, secret=secret)
         self._busy: collections.Counter[Connection] = collections.Counter()
         self._turn = 0
@@ -135,14 +135,14 @@ class Any(_Caller):
         rotated = alive[self._turn:] + alive[:self._turn]
         return min(rotated, key=lambda connection: self._busy[connection])
 
-    def submit(self, name: str, *args: Any, **kwargs: Any) -> tuple[Connection, int]:
+    def submit(self, name: str, *args: Value, **kwargs: Value) -> tuple[Connection, int]:
         """Send a call to the least busy actor; returns a ticket for :meth:`result`."""
         connection = self._pick()
         request_id = self.link.request([connection], Kind.CALL, [name, list(args), kwargs])
         self._busy[connection] += 1
         return connection, request_id
 
-    def result(self, ticket: tuple[Connection, int]) -> Any:
+    def result(self, ticket: tuple[Connection, int]) -> Value:
         """Block for a submitted call's result."""
         connection, request_id = ticket
         try:
@@ -151,17 +151,17 @@ class Any(_Caller):
             self._busy[connection] -= 1
         return self.link.value(connection, reply)
 
-    def __call__(self, name: str, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, name: str, *args: Value, **kwargs: Value) -> Value:
         """Run ``name(*args, **kwargs)`` on one free actor and return its result."""
         return self.result(self.submit(name, *args, **kwargs))
 
-    def map(self, calls: Iterable[Sequence[Any]], *, ordered: bool = True, depth: int = 1) -> Iterator[Any]:
+    def map(self, calls: Iterable[Sequence[Value]], *, ordered: bool = True, depth: int = 1) -> Iterator[Value]:
         """Run each ``(name, *args)`` of ``calls`` on some actor, keeping every actor busy with up to
         ``depth`` calls; yields results in submission order (``ordered``) or as they complete."""
         pending = iter(calls)
         in_flight: collections.deque[tuple[Connection, int]] = collections.deque()
         exhausted = False
-        ready: dict[int, Any] = {}
+        ready: dict[int, Value] = {}
         try:
             while True:
                 while not exhausted and len(in_flight) < depth * sum(c.alive for c in self.link.connections):
@@ -178,7 +178,7 @@ class Any(_Caller):
                 self._busy[connection] -= 1
                 self.link.forget(request_id)
 
-    def _harvest(self, in_flight: "collections.deque[tuple[Connection, int]]", ordered: bool) -> Iterator[Any]:
+    def _harvest(self, in_flight: "collections.deque[tuple[Connection, int]]", ordered: bool) -> Iterator[Value]:
         """Wait for at least one reply; yield what can be yielded in the requested order."""
         while True:
             finished = [t for t in in_flight if self.link.done(t[1])]
@@ -212,9 +212,9 @@ class Gather:
         self.link = everyone.link
         self.credits = credits
         self.last_index: int | None = None
-        self._call: list[Any] | None = None
+        self._call: list[Value] | None = None
 
-    def gathering(self, name: str | None, *args: Any, **kwargs: Any) -> contextlib.AbstractContextManager:
+    def gathering(self, name: str | None, *args: Value, **kwargs: Value) -> contextlib.AbstractContextManager:
         """Start (or, with None, stop) every actor's loop of ``name(*args, **kwargs)``. The loops run
         from this call on; the returned context manager stops them on exit (``with gather.gathering(...)``)."""
         self._stop()
@@ -241,7 +241,7 @@ class Gather:
             self.link.wait(self.link.request(live, Kind.GATHER_STOP))
         self.link.items.clear()
 
-    def receive(self, timeout: float | None = None) -> tuple[int, Any]:
+    def receive(self, timeout: float | None = None) -> tuple[int, Value]:
         """The next ``(actor index, result)``; raises ActorDiedError if a gathering actor dies, TimeoutError
         after ``timeout`` seconds, RemoteError if the actor's method raised (its loop then stops)."""
         if self._call is None:
@@ -264,17 +264,17 @@ class Gather:
         self.link.send(connection, self.link.wire.pack(Kind.CREDIT, message.request_id, 1))
         return self.last_index, message.value
 
-    def __call__(self, timeout: float | None = None) -> Any:
+    def __call__(self, timeout: float | None = None) -> Value:
         """The next gathered result (see :meth:`receive`)."""
         return self.receive(timeout)[1]
 
-    def add(self, actor: Any) -> None:
+    def add(self, actor: Value) -> None:
         """Add a (replacement) actor to the All; it starts gathering at once if a loop is running."""
         connection = self.link.add([actor])[0]
         if self._call is not None:
             self._start(connection)
 
-    def remove(self, actor: Any) -> None:
+    def remove(self, actor: Value) -> None:
         """Drop an actor (a dead one, typically); its queued results are discarded."""
         connection = self.all._connection(actor)
         self.link.items = collections.deque(item for item in self.link.items if item[0] is not connection)
@@ -290,7 +290,7 @@ class Gather:
     def __enter__(self) -> "Gather":
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: Value) -> None:
         self.close()
 
 
