@@ -161,7 +161,6 @@ class Any(_Caller):
         pending = iter(calls)
         in_flight: collections.deque[tuple[Connection, int]] = collections.deque()
         exhausted = False
-        ready: dict[int, Value] = {}
         try:
             while True:
                 while not exhausted and len(in_flight) < depth * sum(c.alive for c in self.link.connections):
