@@ -60,12 +60,16 @@ def test_any_and_gather_across_processes(ray_local):
         assert tags == {10, 11}
 
 
-def test_sigkill_during_all(ray_local):
-    actors = spawn(ray_local, 3)
-    everyone = All(actors, settings=SETTINGS)
-    victim = everyone.link.connections[1]
+def doomed(caller_type, ray, count: int, victim_index: int):
+    """A caller over ``count`` fresh actors, the one it will lose in 0.5 s, and the start time."""
+    caller = caller_type(spawn(ray, count), settings=SETTINGS)
+    victim = caller.link.connections[victim_index]
     kill_later(victim.endpoint["pid"], 0.5)
-    started = time.monotonic()
+    return caller, victim, time.monotonic()
+
+
+def test_sigkill_during_all(ray_local):
+    everyone, victim, started = doomed(All, ray_local, 3, 1)
     with pytest.raises(ActorDiedError) as info:
         everyone("sleep", 5.0)
     assert time.monotonic() - started < TIMEOUT
@@ -77,11 +81,7 @@ def test_sigkill_during_all(ray_local):
 
 
 def test_sigkill_during_any_map(ray_local):
-    actors = spawn(ray_local, 2)
-    someone = Any(actors, settings=SETTINGS)
-    victim = someone.link.connections[0]
-    kill_later(victim.endpoint["pid"], 0.5)
-    started = time.monotonic()
+    someone, victim, started = doomed(Any, ray_local, 2, 0)
     results = []
     with pytest.raises(ActorDiedError) as info:
         for result in someone.map([("sleep", 0.2)] * 40):
