@@ -1,0 +1,7 @@
+"""The configuration layer: defaults in ``lamarckian.yml``, ``-c`` files, ``-m`` edits, safe expressions."""
+
+from .errors import ConfigError
+from .expression import Expression, ExpressionError
+from .loader import CONFIG_DIR, DEFAULTS, load, lookup
+
+__all__ = ["CONFIG_DIR", "DEFAULTS", "ConfigError", "Expression", "ExpressionError", "load", "lookup"]

@@ -1,0 +1,261 @@
+"""Build a run's configuration: defaults, ``-c`` files (with ``extend:``), ``-m`` edits, ``${}`` references.
+
+Every value remembers the file (or ``-m``) that set it, so an error names its culprit.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from .errors import ConfigError
+from .expression import Expression, ExpressionError
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+DEFAULTS = REPOSITORY / "lamarckian.yml"
+CONFIG_DIR = REPOSITORY / "config"
+EXPRESSION_TAG = "!expr"
+_REFERENCE = re.compile(r"\$\{([^}]+)\}")
+_MAX_EXTEND_DEPTH = 32
+
+
+class ExpressionText(str):
+    """A default written as ``!expr "..."``: the key holds a restricted expression (checked at start-up)."""
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+_Loader.add_constructor(EXPRESSION_TAG, lambda loader, node: ExpressionText(loader.construct_scalar(node)))
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """One YAML file as a mapping (an empty file is ``{}``); errors name the file."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            data = yaml.load(stream, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass with one scalar tag
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping, not {type(data).__name__}")
+    return data
+
+
+def resolve_file(name: str, base: Path | None = None) -> Path:
+    """A config path: against ``base`` (the extending file's folder) or the working directory, then ``config/``."""
+    candidates = [Path(name).expanduser()]
+    if base is not None and not Path(name).is_absolute():
+        candidates.insert(0, base / name)
+    candidates.append(CONFIG_DIR / name)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    looked = ", ".join(str(c) for c in dict.fromkeys(candidates))
+    raise ConfigError(f"config file not found: {name} (looked at {looked})")
+
+
+class Sources:
+    """Which file (or ``-m``) last set each dotted key."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[str, str] = {}
+
+    def record(self, data: Any, origin: str, prefix: str = "") -> None:
+        if isinstance(data, dict):
+            for key, value in data.items():
+                self.record(value, origin, f"{prefix}{key}.")
+        if prefix:
+            self.by_key[prefix[:-1]] = origin
+
+    def of(self, key: str) -> str:
+        parts = key.split(".")
+        for end in range(len(parts), 0, -1):
+            origin = self.by_key.get(".".join(parts[:end]))
+            if origin is not None:
+                return origin
+        return "lamarckian.yml"
+
+
+def merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """Deep merge in place: mappings merge key by key, anything else (lists included) replaces."""
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merge(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
+
+
+def load_file(path: Path, sources: Sources, chain: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A file merged over its ``extend:`` parents (paths relative to the file, then ``config/``)."""
+    if path in chain or len(chain) > _MAX_EXTEND_DEPTH:
+        raise ConfigError(f"{path}: extend cycle: {' -> '.join(str(p) for p in (*chain, path))}")
+    data = read_yaml(path)
+    parents = data.pop("extend", None) or []
+    if isinstance(parents, str):
+        parents = [parents]
+    if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+        raise ConfigError(f"{path}: extend must be a file name or a list of them")
+    merged: dict[str, Any] = {}
+    for parent in parents:
+        merge(merged, load_file(resolve_file(parent, path.parent), sources, (*chain, path)))
+    sources.record(data, str(path))
+    return merge(merged, data)
+
+
+def parse_modification(text: str) -> tuple[str, Any, bool]:
+    """``key.path=value`` as (key, YAML-parsed value, delete?). An empty value deletes the key."""
+    key, equals, value = text.partition("=")
+    key = key.strip()
+    if not equals or not key:
+        raise ConfigError(f"-m {text!r}: expected key.path=value")
+    if value.strip() == "":
+        return key, None, True
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        parsed = value  # not YAML (for example an expression with ': '): keep the text
+    return key, parsed, False
+
+
+def apply_modification(config: dict[str, Any], key: str, value: Any, delete: bool) -> None:
+    """Set (or delete) a dotted key, creating intermediate mappings."""
+    *parents, leaf = key.split(".")
+    node = config
+    for index, part in enumerate(parents):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"-m {key}: {'.'.join(parents[:index + 1])} is a {type(child).__name__}, not a mapping")
+        node = child
+    if delete:
+        node.pop(leaf, None)
+    else:
+        node[leaf] = value
+
+
+def lookup(config: dict[str, Any], key: str) -> Any:
+    """The value at a dotted key; ``KeyError`` naming the missing part."""
+    node: Any = config
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise KeyError(key)
+        node = node[part]
+    return node
+
+
+def resolve_references(config: dict[str, Any], sources: Sources) -> dict[str, Any]:
+    """Replace ``${a.b}``: a whole-string reference keeps the target's type, an embedded one is text."""
+
+    def resolve(value: Any, key: str, active: tuple[str, ...]) -> Any:
+        if isinstance(value, dict):
+            return {k: resolve(v, f"{key}.{k}" if key else k, active) for k, v in value.items()}
+        if isinstance(value, list):
+            return [resolve(v, key, active) for v in value]
+        if not isinstance(value, str) or "${" not in value:
+            return value
+
+        def target(name: str) -> Any:
+            if name in active:
+                raise ConfigError(f"{key} (from {sources.of(key)}): reference cycle {' -> '.join((*active, name))}")
+            try:
+                found = lookup(config, name)
+            except KeyError:
+                raise ConfigError(f"{key} (from {sources.of(key)}): ${{{name}}} refers to no key") from None
+            return resolve(found, name, (*active, name))
+
+        whole = _REFERENCE.fullmatch(value)
+        if whole:
+            return target(whole.group(1).strip())
+        text = _REFERENCE.sub(lambda m: str(target(m.group(1).strip())), value)
+        return ExpressionText(text) if isinstance(value, ExpressionText) else text
+
+    return resolve(config, "", ())
+
+
+def _type_ok(default: Any, value: Any) -> bool:
+    if default is None or value is None:
+        return True
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, str):
+        return isinstance(value, str)
+    return isinstance(value, type(default))
+
+
+def validate(config: dict[str, Any], defaults: dict[str, Any], sources: Sources, *,
+             ranges: bool = False, prefix: str = "") -> None:
+    """Unknown keys (with a "did you mean"), wrong types and bad expressions raise :class:`ConfigError`.
+
+    A mapping whose default is empty (``{}``) is open: any keys. With ``ranges``, a two-element list
+    ``[lo, hi]`` is accepted where the default is a number (a search range for ``evolve.py``).
+    """
+    for key, value in config.items():
+        path = f"{prefix}{key}"
+        if key not in defaults:
+            close = difflib.get_close_matches(str(key), [str(k) for k in defaults], n=1)
+            hint = f"; did you mean {prefix}{close[0]}?" if close else ""
+            raise ConfigError(f"unknown key {path} (from {sources.of(path)}){hint}")
+        default = defaults[key]
+        if isinstance(default, dict) and isinstance(value, dict):
+            if default:
+                validate(value, default, sources, ranges=ranges, prefix=f"{path}.")
+            continue
+        if isinstance(default, ExpressionText) and value is not None:
+            if not isinstance(value, str):
+                value = str(value)
+            try:
+                Expression(value)
+            except ExpressionError as error:
+                raise ConfigError(f"{path} (from {sources.of(path)}): bad expression: {error}") from None
+            continue
+        is_range = (ranges and isinstance(value, list) and len(value) == 2 and isinstance(default, (int, float))
+                    and all(_type_ok(default, v) or _type_ok(1.0, v) for v in value))
+        if not is_range and not _type_ok(default, value):
+            expected = type(default).__name__
+            raise ConfigError(f"{path} (from {sources.of(path)}): expected {expected}, got "
+                              f"{type(value).__name__} {value!r}")
+
+
+def _expressions_to_text(config: Any) -> Any:
+    if isinstance(config, dict):
+        return {k: _expressions_to_text(v) for k, v in config.items()}
+    if isinstance(config, list):
+        return [_expressions_to_text(v) for v in config]
+    return str(config) if isinstance(config, ExpressionText) else config
+
+
+def load(files: Iterable[str] = (), modifications: Iterable[str] = (), *, defaults: Path = DEFAULTS,
+         ranges: bool = False) -> dict[str, Any]:
+    """The resolved configuration: defaults ← each ``-c`` file in order ← each ``-m`` edit, then references.
+
+    Raises :class:`ConfigError` (one line naming key and file) for any problem; starts nothing.
+    """
+    sources = Sources()
+    schema = read_yaml(defaults)
+    config = copy.deepcopy(schema)
+    for name in files:
+        merge(config, load_file(resolve_file(name), sources))
+    for text in modifications:
+        key, value, delete = parse_modification(text)
+        apply_modification(config, key, value, delete)
+        sources.by_key[key] = f"-m {text}"
+    config = resolve_references(config, sources)
+    validate(config, resolve_references(schema, Sources()), sources, ranges=ranges)
+    config = _expressions_to_text(config)
+    config["root"] = os.path.expanduser(str(config.get("root") or ""))
+    return config

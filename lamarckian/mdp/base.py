@@ -1,0 +1,127 @@
+"""The asyncio MDP contract (the seed's shape).
+
+An :class:`MDP` describes its players, and ``mdp.reset(*players)`` starts an episode: it returns the
+controllers of the requested players and the ``ticks``, coroutines that advance the environment (players not
+requested are driven by the MDP's own rule, if it has one). A player's loop is::
+
+    while not controller.done:
+        action = await policy(controller.get_state())
+        await controller(action)
+        reward = controller.get_reward()
+    result = controller.get_result()      # {"fitness": ..., "win": ..., "objectives": {...}}
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import dataclasses
+from typing import Any, Coroutine, NamedTuple
+
+import gymnasium
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class PlayerSpec:
+    """What one player sees and does: gymnasium spaces for its observation and its action."""
+
+    observation: gymnasium.Space
+    action: gymnasium.Space
+
+
+class Controller(abc.ABC):
+    """One player's handle on a running episode."""
+
+    @abc.abstractmethod
+    def get_state(self) -> Any:
+        """The player's current observation (an array, or a dict of arrays for dict spaces)."""
+
+    @abc.abstractmethod
+    async def __call__(self, action: Any) -> None:
+        """Submit an action; returns once the environment has advanced."""
+
+    @abc.abstractmethod
+    def get_reward(self) -> float:
+        """Reward of the last step for this player."""
+
+    @property
+    @abc.abstractmethod
+    def done(self) -> bool:
+        """The episode is over for this player (terminated or truncated)."""
+
+    @property
+    def truncated(self) -> bool:
+        """The episode ended by a time limit, not by reaching a terminal state (bootstrap from it)."""
+        return False
+
+    @abc.abstractmethod
+    def get_result(self) -> dict[str, Any]:
+        """At the end: ``fitness`` (float), ``win`` (1, 0.5 draw, 0; None when not a game), ``objectives``."""
+
+
+class Episode(NamedTuple):
+    """What ``MDP.reset`` returns: the requested players' controllers and the coroutines to run beside them."""
+
+    controllers: list[Controller]
+    ticks: list[Coroutine[Any, Any, None]]
+
+
+class MDP(abc.ABC):
+    """An environment with ``len(mdp)`` players."""
+
+    @abc.abstractmethod
+    def describe(self) -> list[PlayerSpec]:
+        """One spec per player."""
+
+    def __len__(self) -> int:
+        return len(self.describe())
+
+    @abc.abstractmethod
+    def reset(self, *players: int, seed: int | None = None) -> Episode:
+        """Start an episode; controllers for ``players`` in that order; other players follow the rule."""
+
+    def render(self) -> np.ndarray:
+        """An RGB frame ``(height, width, 3)`` uint8 of the current state."""
+        raise NotImplementedError(f"{type(self).__name__} does not render")
+
+    def close(self) -> None:
+        """Release the environment's resources."""
+
+
+class Lockstep:
+    """Simultaneous moves: every requested player submits, then one environment step runs (for ticks).
+
+    ``await lockstep.submit(player, action)`` blocks until the step that uses the action is done;
+    the tick coroutine calls ``await lockstep.actions()`` to get ``{player: action}`` and
+    ``lockstep.release()`` after stepping.
+    """
+
+    def __init__(self, players: tuple[int, ...]) -> None:
+        self.players = players
+        self.pending: dict[int, Any] = {}
+        self._all_in = asyncio.Event()
+        self._stepped: asyncio.Future | None = None
+
+    async def submit(self, player: int, action: Any) -> None:
+        if player in self.pending:
+            raise RuntimeError(f"player {player} acted twice in one step")
+        self.pending[player] = action
+        if self._stepped is None:
+            self._stepped = asyncio.get_running_loop().create_future()
+        stepped = self._stepped
+        if len(self.pending) == len(self.players):
+            self._all_in.set()
+        await stepped
+
+    async def actions(self) -> dict[int, Any]:
+        if self.players:
+            await self._all_in.wait()
+        return self.pending
+
+    def release(self) -> None:
+        self.pending = {}
+        self._all_in.clear()
+        stepped, self._stepped = self._stepped, None
+        if stepped is not None:
+            stepped.set_result(None)

@@ -1,0 +1,38 @@
+"""Build the configured MDP (``mdp.create``) and wrap its controllers (``mdp.frame_skip``, statistics)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .base import MDP, Controller
+from .wrap import FrameSkip, Statistics
+
+KINDS = ("pong", "gym", "pettingzoo")
+
+
+def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None) -> MDP:
+    """The MDP named by ``mdp.create`` (``pong``, ``gym`` or ``pettingzoo``), seeded with ``seed``."""
+    kind = mdp_config["create"]
+    if kind == "pong":
+        from .pong import Pong, PongSettings
+
+        return Pong(PongSettings(**mdp_config["pong"]), seed=seed)
+    if kind == "gym":
+        from .gym import GymMDP
+
+        gym = mdp_config["gym"]
+        return GymMDP(gym["id"], gym.get("kwargs"), preprocess=gym.get("preprocess"),
+                      frame_stack=gym.get("frame_stack") or 1, seed=seed)
+    if kind == "pettingzoo":
+        from .pettingzoo import ParallelMDP
+
+        return ParallelMDP(mdp_config["pettingzoo"]["module"], mdp_config["pettingzoo"].get("kwargs"), seed=seed)
+    raise ValueError(f"mdp.create={kind!r}: expected one of {KINDS}")
+
+
+def wrap_controller(controller: Controller, mdp_config: Mapping[str, Any]) -> Statistics:
+    """Frame skip (if ``mdp.frame_skip`` > 1) under episode statistics (idle action ``mdp.idle_action``)."""
+    skip = mdp_config.get("frame_skip") or 1
+    if skip > 1:
+        controller = FrameSkip(controller, skip)
+    return Statistics(controller, mdp_config.get("idle_action"))

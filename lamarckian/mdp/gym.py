@@ -1,0 +1,94 @@
+"""gymnasium environments (discrete, box and dict spaces) as one-player MDPs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from .base import MDP, Controller, Episode, PlayerSpec
+
+ATARI_NAMESPACE = "ALE/"
+
+
+def make_env(env_id: str, kwargs: dict[str, Any], preprocess: str | None = None, frame_stack: int = 1) -> gymnasium.Env:
+    """A gymnasium environment; ``preprocess: atari`` applies the DQN-style Atari preprocessing (84×84 grey,
+    frame skip 4, no-op starts) and stacks ``frame_stack`` frames. ale-py ships the ROMs."""
+    if env_id.startswith(ATARI_NAMESPACE) or preprocess == "atari":
+        import ale_py
+
+        gymnasium.register_envs(ale_py)
+    try:
+        env = gymnasium.make(env_id, **kwargs)
+    except gymnasium.error.Error as error:
+        raise ValueError(f"mdp.gym.id={env_id!r}: {error}") from None
+    if preprocess == "atari":
+        env = gymnasium.wrappers.AtariPreprocessing(env, frame_skip=4 if kwargs.get("frameskip") == 1 else 1)
+    elif preprocess is not None:
+        raise ValueError(f"mdp.gym.preprocess={preprocess!r}: expected null or 'atari'")
+    if frame_stack > 1:
+        env = gymnasium.wrappers.FrameStackObservation(env, frame_stack)
+    return env
+
+
+class GymController(Controller):
+    """The single player of a :class:`GymMDP` episode; each call steps the environment."""
+
+    def __init__(self, env: gymnasium.Env, observation: Any) -> None:
+        self.env = env
+        self.observation = observation
+        self.reward = 0.0
+        self.total = 0.0
+        self.terminated = self.time_limit = False
+
+    def get_state(self) -> Any:
+        return self.observation
+
+    async def __call__(self, action: Any) -> None:
+        if isinstance(self.env.action_space, gymnasium.spaces.Box):
+            action = np.clip(action, self.env.action_space.low, self.env.action_space.high)
+        self.observation, reward, self.terminated, self.time_limit, _ = self.env.step(action)
+        self.reward = float(reward)
+        self.total += self.reward
+
+    def get_reward(self) -> float:
+        return self.reward
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.time_limit
+
+    @property
+    def truncated(self) -> bool:
+        return self.time_limit and not self.terminated
+
+    def get_result(self) -> dict[str, Any]:
+        return {"fitness": self.total, "win": None, "objectives": {}}
+
+
+class GymMDP(MDP):
+    """One gymnasium environment as a one-player MDP (no ticks: the player's call advances it)."""
+
+    def __init__(self, env_id: str, kwargs: dict[str, Any] | None = None, *, preprocess: str | None = None,
+                 frame_stack: int = 1, seed: int | None = None) -> None:
+        self.env = make_env(env_id, dict(kwargs or {}), preprocess, frame_stack)
+        self.spec = PlayerSpec(self.env.observation_space, self.env.action_space)
+        self.seed = seed
+
+    def describe(self) -> list[PlayerSpec]:
+        return [self.spec]
+
+    def reset(self, *players: int, seed: int | None = None) -> Episode:
+        if players != (0,):
+            raise ValueError(f"a gymnasium MDP has one player (0), got {players}")
+        if seed is None and self.seed is not None:
+            seed, self.seed = self.seed, None  # seed the first episode; later ones continue the stream
+        observation, _ = self.env.reset(seed=seed)
+        return Episode([GymController(self.env, observation)], [])
+
+    def render(self) -> np.ndarray:
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()

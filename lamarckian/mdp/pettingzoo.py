@@ -1,0 +1,69 @@
+"""PettingZoo parallel environments as simultaneous-move MDPs (one seat per possible agent)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+
+from .base import PlayerSpec
+from .simultaneous import SimultaneousMDP
+
+ALLOWED_PREFIX = "pettingzoo."
+
+
+class ParallelMDP(SimultaneousMDP):
+    """A PettingZoo ``parallel_env``; seat i is ``possible_agents[i]``.
+
+    An agent that leaves early keeps its controller until the episode ends; its actions are ignored and
+    its reward is 0. Every seat must be controlled (PettingZoo games have no rule opponent here).
+    """
+
+    def __init__(self, module: str, kwargs: dict[str, Any] | None = None, seed: int | None = None) -> None:
+        if not module.startswith(ALLOWED_PREFIX):
+            raise ValueError(f"mdp.pettingzoo.module={module!r}: must be a module under {ALLOWED_PREFIX}")
+        try:
+            self.env = importlib.import_module(module).parallel_env(**(kwargs or {}))
+        except (ImportError, AttributeError) as error:
+            raise ValueError(f"mdp.pettingzoo.module={module!r}: {error}") from None
+        self.agents = list(self.env.possible_agents)
+        self.specs = [PlayerSpec(self.env.observation_space(a), self.env.action_space(a)) for a in self.agents]
+        self.seed = seed
+        self.observations: dict[str, Any] = {}
+        self.totals = [0.0] * len(self.agents)
+
+    def describe(self) -> list[PlayerSpec]:
+        return self.specs
+
+    def start(self, seed: int | None) -> None:
+        if seed is None and self.seed is not None:
+            seed, self.seed = self.seed, None
+        self.observations, _ = self.env.reset(seed=seed)
+        self.totals = [0.0] * len(self.agents)
+        self.over = self.timed_out = False
+
+    def observe(self, player: int) -> Any:
+        agent = self.agents[player]
+        if agent in self.observations:
+            return self.observations[agent]
+        return np.zeros(self.specs[player].observation.shape, self.specs[player].observation.dtype)
+
+    def step(self, actions: list[Any]) -> list[float]:
+        live = set(self.env.agents)
+        chosen = {agent: action for agent, action in zip(self.agents, actions) if agent in live}
+        self.observations, rewards, terminations, truncations, _ = self.env.step(chosen)
+        result = [float(rewards.get(agent, 0.0)) for agent in self.agents]
+        self.totals = [t + r for t, r in zip(self.totals, result)]
+        finished = {a for a in live if terminations.get(a) or truncations.get(a)}
+        self.over = not self.env.agents or finished >= live
+        self.timed_out = self.over and any(truncations.values()) and not any(terminations.values())
+        return result
+
+    def result(self, player: int) -> dict[str, Any]:
+        order = sorted(self.totals, reverse=True)
+        rank = order.index(self.totals[player])
+        return {"fitness": self.totals[player], "win": None, "objectives": {"rank": float(rank)}}
+
+    def close(self) -> None:
+        self.env.close()

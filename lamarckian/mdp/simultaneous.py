@@ -1,0 +1,85 @@
+"""Simultaneous-move games on the asyncio contract: every player acts, then one step (Pong, PettingZoo)."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+from .base import MDP, Controller, Episode, Lockstep
+
+
+class SeatController(Controller):
+    """One seat of a :class:`SimultaneousMDP`; acts through the episode's :class:`Lockstep`."""
+
+    def __init__(self, mdp: "SimultaneousMDP", lockstep: Lockstep, player: int) -> None:
+        self.mdp, self.lockstep, self.player = mdp, lockstep, player
+
+    def get_state(self) -> Any:
+        return self.mdp.observe(self.player)
+
+    async def __call__(self, action: Any) -> None:
+        await self.lockstep.submit(self.player, action)
+
+    def get_reward(self) -> float:
+        return float(self.mdp.rewards[self.player])
+
+    @property
+    def done(self) -> bool:
+        return self.mdp.over
+
+    @property
+    def truncated(self) -> bool:
+        return self.mdp.timed_out
+
+    def get_result(self) -> dict[str, Any]:
+        return self.mdp.result(self.player)
+
+
+class SimultaneousMDP(MDP):
+    """Base for games where all players move at once; players not requested in ``reset`` follow ``rule``.
+
+    Subclasses implement ``start(seed)``, ``observe(player)``, ``step(actions) -> rewards``, ``result(player)``,
+    ``rule(player)`` and keep ``over`` / ``timed_out`` up to date.
+    """
+
+    over: bool = True
+    timed_out: bool = False
+    ruled: frozenset[int] = frozenset()  # seats the rule drives this episode
+    rewards: list[float]
+
+    def reset(self, *players: int, seed: int | None = None) -> Episode:
+        count = len(self)
+        if len(set(players)) != len(players) or not all(0 <= p < count for p in players):
+            raise ValueError(f"players must be distinct seats in 0..{count - 1}, got {players}")
+        self.ruled = frozenset(range(count)) - frozenset(players)
+        self.start(seed)
+        self.rewards = [0.0] * count
+        lockstep = Lockstep(tuple(players))
+        return Episode([SeatController(self, lockstep, p) for p in players], [self._tick(lockstep)])
+
+    async def _tick(self, lockstep: Lockstep) -> None:
+        while not self.over:
+            chosen = await lockstep.actions()
+            actions = [chosen[p] if p in chosen else self.rule(p) for p in range(len(self))]
+            self.rewards = self.step(actions)
+            lockstep.release()
+
+    @abc.abstractmethod
+    def start(self, seed: int | None) -> None:
+        """Set up a new episode (seeded if ``seed`` is given)."""
+
+    @abc.abstractmethod
+    def observe(self, player: int) -> Any:
+        """The player's observation."""
+
+    @abc.abstractmethod
+    def step(self, actions: list[Any]) -> list[float]:
+        """Advance one step with every player's action; the rewards, one per player."""
+
+    @abc.abstractmethod
+    def result(self, player: int) -> dict[str, Any]:
+        """The player's episode result (see :meth:`Controller.get_result`)."""
+
+    def rule(self, player: int) -> Any:
+        """The built-in policy for a seat nobody controls."""
+        raise NotImplementedError(f"{type(self).__name__} has no rule opponent; control every seat")

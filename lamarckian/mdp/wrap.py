@@ -1,0 +1,88 @@
+"""Controller wrappers: frame skip and episode statistics (return, length, idle-action fraction)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .base import Controller
+
+
+class ControllerWrapper(Controller):
+    """Forwards everything to the wrapped controller."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+
+    def get_state(self) -> Any:
+        return self.controller.get_state()
+
+    async def __call__(self, action: Any) -> None:
+        await self.controller(action)
+
+    def get_reward(self) -> float:
+        return self.controller.get_reward()
+
+    @property
+    def done(self) -> bool:
+        return self.controller.done
+
+    @property
+    def truncated(self) -> bool:
+        return self.controller.truncated
+
+    def get_result(self) -> dict[str, Any]:
+        return self.controller.get_result()
+
+
+class FrameSkip(ControllerWrapper):
+    """Repeat each action ``skip`` times (fewer if the episode ends); the reward is the sum.
+
+    In a simultaneous game every player's controller must be wrapped with the same ``skip``.
+    """
+
+    def __init__(self, controller: Controller, skip: int) -> None:
+        if skip < 1:
+            raise ValueError(f"mdp.frame_skip must be at least 1, got {skip}")
+        super().__init__(controller)
+        self.skip = skip
+        self.reward = 0.0
+
+    async def __call__(self, action: Any) -> None:
+        self.reward = 0.0
+        for _ in range(self.skip):
+            await self.controller(action)
+            self.reward += self.controller.get_reward()
+            if self.controller.done:
+                break
+
+    def get_reward(self) -> float:
+        return self.reward
+
+
+class Statistics(ControllerWrapper):
+    """Adds ``return`` (sum of rewards), ``length`` (decisions) and ``lazy`` (fraction of idle actions) to the
+    result's objectives. ``idle_action`` is the no-op of a discrete action space (None: never idle)."""
+
+    def __init__(self, controller: Controller, idle_action: int | None = 0) -> None:
+        super().__init__(controller)
+        self.idle_action = idle_action
+        self.total = 0.0
+        self.length = 0
+        self.idle = 0
+
+    async def __call__(self, action: Any) -> None:
+        await self.controller(action)
+        self.length += 1
+        self.total += self.controller.get_reward()
+        if self.idle_action is not None and np.ndim(action) == 0 and int(action) == self.idle_action:
+            self.idle += 1
+
+    def get_result(self) -> dict[str, Any]:
+        result = dict(self.controller.get_result())
+        objectives = dict(result.get("objectives") or {})
+        objectives.update({"return": self.total, "length": float(self.length),
+                           "lazy": self.idle / max(1, self.length)})
+        result["objectives"] = objectives
+        return result

@@ -1,0 +1,159 @@
+"""Actor-critic networks: MLP or Nature-CNN encoders, categorical or Gaussian heads, normalizers in buffers."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Mapping
+
+import gymnasium
+import numpy as np
+import torch
+from torch import nn
+from torch.distributions import Categorical, Normal
+
+from .normalizer import RunningNormalizer
+from .observation import ObservationBatcher
+
+ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "silu": nn.SiLU}
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSettings:
+    """The ``model`` keys.
+
+    Attributes:
+        hidden: widths of the MLP layers (after the CNN for images).
+        activation: one of tanh, relu, elu, silu.
+        shared: one encoder for policy and value (else two).
+        normalize_observation: running mean/std normalization of vector observations.
+        normalize_value: the critic predicts returns normalized by their running statistics.
+        log_std: initial log standard deviation of Gaussian actions.
+    """
+
+    hidden: tuple[int, ...] = (64, 64)
+    activation: str = "tanh"
+    shared: bool = False
+    normalize_observation: bool = True
+    normalize_value: bool = True
+    log_std: float = 0.0
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any]) -> "ModelSettings":
+        settings = cls(**{**mapping, "hidden": tuple(mapping.get("hidden", cls.hidden))})
+        if settings.activation not in ACTIVATIONS:
+            raise ValueError(f"model.activation={settings.activation!r}: expected one of {sorted(ACTIVATIONS)}")
+        return settings
+
+
+def _layer(layer: nn.Module, gain: float) -> nn.Module:
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def _encoder(batcher: ObservationBatcher, settings: ModelSettings) -> tuple[nn.Module, int]:
+    activation = ACTIVATIONS[settings.activation]
+    layers: list[nn.Module] = []
+    if batcher.image:
+        channels, height, width = batcher.shape
+        layers += [_layer(nn.Conv2d(channels, 32, 8, 4), math.sqrt(2)), nn.ReLU(),
+                   _layer(nn.Conv2d(32, 64, 4, 2), math.sqrt(2)), nn.ReLU(),
+                   _layer(nn.Conv2d(64, 64, 3, 1), math.sqrt(2)), nn.ReLU(), nn.Flatten()]
+        with torch.no_grad():
+            width_in = nn.Sequential(*layers)(torch.zeros(1, channels, height, width)).shape[1]
+    else:
+        width_in = batcher.shape[0]
+    for width_out in settings.hidden:
+        layers += [_layer(nn.Linear(width_in, width_out), math.sqrt(2)), activation()]
+        width_in = width_out
+    return nn.Sequential(*layers), width_in
+
+
+class ActorCritic(nn.Module):
+    """Policy and value for one player's spaces.
+
+    ``forward(obs)`` takes a batch from :class:`ObservationBatcher` (``(N, D)`` float32 or ``(N, C, H, W)`` uint8)
+    and returns the action distribution and the critic's normalized value ``(N,)``;
+    :meth:`value` returns values in reward units.
+    """
+
+    def __init__(self, observation_space: gymnasium.Space, action_space: gymnasium.Space,
+                 settings: ModelSettings | None = None) -> None:
+        super().__init__()
+        self.settings = settings = settings or ModelSettings()
+        self.batcher = ObservationBatcher(observation_space)
+        self.action_space = action_space
+        if self.batcher.image:
+            self.observation_normalizer = None
+        else:
+            self.observation_normalizer = RunningNormalizer(self.batcher.shape)
+        self.value_normalizer = RunningNormalizer(())
+        self.actor_encoder, width = _encoder(self.batcher, settings)
+        self.critic_encoder = self.actor_encoder if settings.shared else _encoder(self.batcher, settings)[0]
+        if isinstance(action_space, gymnasium.spaces.Discrete):
+            self.discrete = True
+            self.policy_head = _layer(nn.Linear(width, int(action_space.n)), 0.01)
+        elif isinstance(action_space, gymnasium.spaces.Box):
+            self.discrete = False
+            self.policy_head = _layer(nn.Linear(width, int(np.prod(action_space.shape))), 0.01)
+            self.log_std = nn.Parameter(torch.full((int(np.prod(action_space.shape)),), settings.log_std))
+        else:
+            raise TypeError(f"action space {action_space} is not supported (Discrete, Box)")
+        self.value_head = _layer(nn.Linear(width, 1), 1.0)
+
+    def prepare(self, observation: torch.Tensor) -> torch.Tensor:
+        """Scale images to [0, 1]; normalize vectors (if configured)."""
+        if self.batcher.image:
+            return observation.float() / 255.0
+        if self.settings.normalize_observation:
+            return self.observation_normalizer(observation)
+        return observation
+
+    def forward(self, observation: torch.Tensor) -> tuple[torch.distributions.Distribution, torch.Tensor]:
+        x = self.prepare(observation)
+        features = self.actor_encoder(x)
+        critic_features = features if self.settings.shared else self.critic_encoder(x)
+        value = self.value_head(critic_features).squeeze(-1)
+        out = self.policy_head(features)
+        if self.discrete:
+            return Categorical(logits=out), value
+        return Normal(out, self.log_std.exp().expand_as(out)), value
+
+    def log_prob(self, distribution: torch.distributions.Distribution, action: torch.Tensor) -> torch.Tensor:
+        """``(N,)`` log-probabilities of actions (Gaussian dimensions summed)."""
+        if self.discrete:
+            return distribution.log_prob(action.long())
+        return distribution.log_prob(action).sum(-1)
+
+    def entropy(self, distribution: torch.distributions.Distribution) -> torch.Tensor:
+        """``(N,)`` entropies."""
+        entropy = distribution.entropy()
+        return entropy if self.discrete else entropy.sum(-1)
+
+    def denormalize_value(self, value: torch.Tensor) -> torch.Tensor:
+        """Critic output in reward units."""
+        return self.value_normalizer.denormalize(value) if self.settings.normalize_value else value
+
+    @torch.no_grad()
+    def act(self, observation: torch.Tensor, deterministic: bool = False
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Actions ``(N,)`` or ``(N, A)``, their log-probabilities ``(N,)`` and values ``(N,)`` in reward units."""
+        distribution, value = self(observation)
+        if deterministic:
+            action = distribution.probs.argmax(-1) if self.discrete else distribution.mean
+        else:
+            action = distribution.sample()
+        return action, self.log_prob(distribution, action), self.denormalize_value(value)
+
+    @torch.no_grad()
+    def value(self, observation: torch.Tensor) -> torch.Tensor:
+        """``(N,)`` values in reward units."""
+        x = self.prepare(observation)
+        return self.denormalize_value(self.value_head(self.critic_encoder(x)).squeeze(-1))
+
+    def env_action(self, action: np.ndarray) -> Any:
+        """One row of :meth:`act`'s output as the environment expects it."""
+        if self.discrete:
+            return int(action)
+        return np.asarray(action, np.float32).reshape(self.action_space.shape)

@@ -1,0 +1,77 @@
+"""Turn per-player observations (arrays, or dicts of arrays) into one batched float tensor."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import gymnasium
+import numpy as np
+import torch
+
+
+def is_image(space: gymnasium.Space) -> bool:
+    """A uint8 Box of rank 3 (frames ``(C, H, W)`` or ``(H, W, C)``)."""
+    return isinstance(space, gymnasium.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
+
+
+def flat_size(space: gymnasium.Space) -> int:
+    """Length of the flat float vector a non-image observation becomes."""
+    if isinstance(space, gymnasium.spaces.Box):
+        return int(np.prod(space.shape))
+    if isinstance(space, gymnasium.spaces.Discrete):
+        return int(space.n)
+    if isinstance(space, gymnasium.spaces.MultiBinary):
+        return int(np.prod(space.shape))
+    if isinstance(space, gymnasium.spaces.Dict):
+        return sum(flat_size(s) for s in space.spaces.values())
+    raise TypeError(f"observation space {space} is not supported (Box, Discrete, MultiBinary, Dict)")
+
+
+def _flatten_one(space: gymnasium.Space, observation: Any) -> np.ndarray:
+    if isinstance(space, gymnasium.spaces.Discrete):
+        one_hot = np.zeros(space.n, np.float32)
+        one_hot[int(observation) - space.start] = 1.0
+        return one_hot
+    if isinstance(space, gymnasium.spaces.Dict):
+        return np.concatenate([_flatten_one(s, observation[k]) for k, s in space.spaces.items()])
+    return np.asarray(observation, np.float32).reshape(-1)
+
+
+class ObservationBatcher:
+    """Stack observations of one space into a tensor: images ``(N, C, H, W)`` uint8, else ``(N, D)`` float32."""
+
+    def __init__(self, space: gymnasium.Space) -> None:
+        self.space = space
+        self.image = is_image(space)
+        self.channels_last = self.image and space.shape[-1] < space.shape[0]
+        self.plain_box = isinstance(space, gymnasium.spaces.Box) and not self.image
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of one batched sample."""
+        if self.image:
+            shape = self.space.shape
+            return (shape[2], shape[0], shape[1]) if self.channels_last else tuple(shape)
+        return (flat_size(self.space),)
+
+    def convert(self, observation: Any) -> np.ndarray:
+        """One observation as the array that :meth:`__call__` would stack (``shape``)."""
+        if self.image:
+            array = np.asarray(observation, np.uint8)
+            return np.ascontiguousarray(array.transpose(2, 0, 1)) if self.channels_last else array
+        if self.plain_box:
+            return np.asarray(observation, np.float32).reshape(-1)
+        return _flatten_one(self.space, observation)
+
+    def __call__(self, observations: Sequence[Any]) -> np.ndarray:
+        if self.image:
+            batch = np.stack([np.asarray(o, np.uint8) for o in observations])
+            return np.ascontiguousarray(batch.transpose(0, 3, 1, 2)) if self.channels_last else batch
+        if self.plain_box:
+            return np.stack([np.asarray(o, np.float32).reshape(-1) for o in observations])
+        return np.stack([_flatten_one(self.space, o) for o in observations])
+
+
+def to_tensor(batch: np.ndarray) -> torch.Tensor:
+    """Zero-copy tensor of a batched observation array."""
+    return torch.from_numpy(np.ascontiguousarray(batch))

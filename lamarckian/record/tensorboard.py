@@ -1,0 +1,32 @@
+"""TensorBoard scalars (event files under the run directory)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+
+class Scalars:
+    """Writes ``{tag: value}`` at a step; ``None`` folder disables it."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.writer = None
+        if folder is not None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(str(folder))
+
+    def write(self, step: int, scalars: Mapping[str, float]) -> None:
+        if self.writer is None:
+            return
+        for tag, value in scalars.items():
+            if value is not None:
+                self.writer.add_scalar(tag, float(value), step)
+
+    def flush(self) -> None:
+        if self.writer is not None:
+            self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()

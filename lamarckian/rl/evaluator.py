@@ -1,0 +1,64 @@
+"""The Evaluator: periodic evaluation episodes, the ``evaluator.terminate`` test, records and checkpoints."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..config import Expression
+
+
+def summarize(results: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Means over episode results: ``fitness``, ``win`` (nan when not a game), each objective; ``episodes``."""
+    if not results:
+        return {"episodes": 0.0, "fitness": math.nan, "win": math.nan}
+    wins = [r["win"] for r in results if r.get("win") is not None]
+    summary = {"episodes": float(len(results)), "fitness": float(np.mean([r["fitness"] for r in results])),
+               "win": float(np.mean(wins)) if wins else math.nan}
+    names = sorted({name for r in results for name in (r.get("objectives") or {})})
+    for name in names:
+        values = [r["objectives"][name] for r in results if name in (r.get("objectives") or {})]
+        summary[name] = float(np.mean(values))
+    return summary
+
+
+class Evaluator:
+    """Decides when to evaluate and when to stop.
+
+    Args:
+        settings: the ``evaluator`` section (interval in seconds, episodes, opponent, terminate expression).
+    """
+
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        self.interval = float(settings["interval"])
+        self.episodes = int(settings["episodes"])
+        self.opponent = settings["opponent"]
+        source = settings.get("terminate")
+        self.terminate = Expression(str(source)) if source not in (None, "") else None
+        self.last = -math.inf
+        self.latest: dict[str, float] = {"episodes": 0.0, "fitness": math.nan, "win": math.nan}
+
+    def due(self, now: float | None = None) -> bool:
+        return self.episodes > 0 and (now if now is not None else time.monotonic()) - self.last >= self.interval
+
+    def evaluate(self, everyone: Any) -> dict[str, float]:
+        """Split ``episodes`` over the actors of ``everyone`` (an All), play them, keep and return the summary."""
+        self.last = time.monotonic()
+        count = len(everyone)
+        shares = [self.episodes // count + (1 if i < self.episodes % count else 0) for i in range(count)]
+        per_actor = everyone("evaluate", max(shares), self.opponent)
+        results = [r for share, actor_results in zip(shares, per_actor) for r in actor_results[:share]]
+        self.latest = summarize(results)
+        return self.latest
+
+    def should_stop(self, cost: int, iteration: int, elapsed: float, training: Mapping[str, float]) -> bool:
+        """``evaluator.terminate`` with ``self`` = cost (env steps), iteration, time (s), the latest
+        evaluation's means (``fitness``, ``win``, objectives, also under ``result``) and ``training`` means."""
+        if self.terminate is None:
+            return False
+        names = {**self.latest, "cost": cost, "iteration": iteration, "time": elapsed,
+                 "result": dict(self.latest), "training": dict(training)}
+        return bool(self.terminate.evaluate({"self": names}))

@@ -1,0 +1,256 @@
+"""The Learner: owns the network and PPO, runs the Actors, streams their segments, broadcasts new weights.
+
+Data flow per iteration: Gather segments until ``train.batch`` env steps → PPO update → ``All.broadcast``
+of the new weight blob (fire-and-check: the learner does not wait) → evaluation, records, checkpoint when due.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from .. import rpc
+from ..mdp import create_mdp
+from ..model import to_blob
+from ..record import Checkpoints, Progress, Scalars, format_number
+from .actor import Actor, build_model
+from .evaluator import Evaluator, summarize
+from .ppo import PPO, PPOSettings
+
+log = logging.getLogger(__name__)
+
+
+class Learner:
+    """Trains one policy with a fleet of ``sample.actors`` Ray actors.
+
+    Args:
+        config: the resolved configuration.
+        run: the run directory (checkpoints, TensorBoard, resolved config); None keeps nothing on disk.
+    """
+
+    def __init__(self, config: Mapping[str, Any], run: Path | None = None) -> None:
+        self.config = config
+        torch.manual_seed(config["seed"])
+        torch.set_num_threads(max(1, int(config["train"]["threads"])))
+        probe = create_mdp(config["mdp"], seed=config["seed"])
+        self.seats = len(probe)
+        self.model = build_model(probe, config["model"])
+        probe.close()
+        self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
+        self.batch_steps = int(config["train"]["batch"])
+        self.opponent_update = int(config["rl"]["opponent"]["update"])
+        self.evaluator = Evaluator(config["evaluator"])
+        self.version = self.iteration = self.cost = 0
+        self.elapsed = 0.0
+        self.opponent_blob = to_blob(self.model)
+        self.training: dict[str, float] = {}
+        self.dropped = self.replaced = 0
+        self.run = run
+        checkpoint = config["evaluator"]["checkpoint"]
+        self.checkpoints = Checkpoints(run / "checkpoints", checkpoint["keep"]) if run is not None else None
+        self.checkpoint_interval = float(checkpoint["interval"])
+        self.scalars = Scalars(None)
+        self.progress = Progress(False)
+        self.actors: list[Any] = []
+        self.everyone: rpc.All | None = None
+        self.gather: rpc.Gather | None = None
+        self.spawned = 0
+
+    # ---- state ---------------------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume: weights (normalizers included), optimizer, counters, config."""
+        return {"model": self.model.state_dict(), "optimizer": self.ppo.optimizer.state_dict(), "lr": self.ppo.lr,
+                "opponent": torch.from_numpy(self.opponent_blob.copy()), "version": self.version,
+                "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed,
+                "evaluation": dict(self.evaluator.latest), "config": _plain(self.config)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.ppo.optimizer.load_state_dict(state["optimizer"])
+        self.ppo._set_lr(float(state["lr"]))
+        self.opponent_blob = state["opponent"].numpy().copy()
+        self.version, self.iteration, self.cost = int(state["version"]), int(state["iteration"]), int(state["cost"])
+        self.elapsed = float(state["elapsed"])
+        self.evaluator.latest = {k: float(v) for k, v in state["evaluation"].items()}
+
+    def resume(self) -> Path | None:
+        """Load the newest good checkpoint of the run directory, if any."""
+        found = self.checkpoints.load_newest() if self.checkpoints is not None else None
+        if found is None:
+            return None
+        path, state = found
+        self.load_state_dict(state)
+        return path
+
+    def save(self) -> Path | None:
+        return self.checkpoints.save(self.iteration, self.state_dict()) if self.checkpoints is not None else None
+
+    # ---- actors --------------------------------------------------------------------------------------------
+    def _spawn(self) -> Any:
+        import ray
+
+        remote = ray.remote(num_cpus=self.config["sample"]["num_cpus"], max_restarts=0)(Actor)
+        actor = remote.remote(dict(self.config), self.spawned, to_blob(self.model), self.version, self.opponent_blob)
+        self.spawned += 1
+        return actor
+
+    def start_actors(self) -> None:
+        settings = rpc.RpcSettings.from_mapping(self.config["rpc"])
+        self.actors = [self._spawn() for _ in range(int(self.config["sample"]["actors"]))]
+        self.everyone = rpc.All(self.actors, settings=settings)
+        self.gather = rpc.Gather(self.everyone, credits=int(self.config["sample"]["credits"]))
+
+    def _replace(self, error: rpc.ActorDiedError) -> None:
+        """Swap a dead actor for a fresh one that starts from the current weights."""
+        import ray
+
+        dead = self.actors.pop(error.index)
+        self.gather.remove(dead)
+        ray.kill(dead, no_restart=True)
+        replacement = self._spawn()
+        self.actors.append(replacement)
+        self.gather.add(replacement)
+        self.replaced += 1
+        self.progress.print(f"actor died ({error.actor}); replaced it ({self.replaced} so far)")
+
+    def _call_all(self, action: Any) -> Any:
+        """Run ``action()`` (an All call or broadcast), replacing actors that die, until it succeeds."""
+        while True:
+            try:
+                return action()
+            except rpc.ActorDiedError as error:
+                self._replace(error)
+
+    def close(self) -> None:
+        import ray
+
+        if self.gather is not None:
+            try:
+                self.gather.close()
+            except rpc.RPCError as error:
+                log.warning("closing the actors: %s", error)
+        for actor in self.actors:
+            ray.kill(actor, no_restart=True)
+        self.actors = []
+        self.scalars.close()
+        self.progress.close()
+
+    # ---- training ------------------------------------------------------------------------------------------
+    def _collect(self) -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
+        """Segments worth ``train.batch`` env steps (stale ones dropped), their env steps, finished episodes."""
+        segments, steps, results = [], 0, []
+        limit = self.ppo.settings.max_staleness
+        while steps < self.batch_steps:
+            try:
+                segment = self.gather()
+            except rpc.ActorDiedError as error:
+                self._replace(error)
+                continue
+            steps += int(segment["steps"])
+            results.extend(segment["results"])
+            if self.version - int(segment["version"]) > limit:
+                self.dropped += 1
+                continue
+            segments.append(segment)
+        return segments, steps, results
+
+    def step(self) -> dict[str, float]:
+        """One iteration: collect, update, broadcast. Returns its statistics."""
+        started = time.monotonic()
+        segments, steps, results = self._collect()
+        collected = time.monotonic()
+        stats = self.ppo.update(segments, self.version, self.cost) if segments else {}
+        updated = time.monotonic()
+        self.version += 1
+        self.iteration += 1
+        self.cost += steps
+        blob = to_blob(self.model)
+        self._call_all(lambda: self.everyone.broadcast("set_weights", self.version, blob))
+        if self.seats > 1 and self.iteration % self.opponent_update == 0:
+            self.opponent_blob = blob
+            self._call_all(lambda: self.everyone.broadcast("set_opponents", {1: blob}))
+        training = summarize(results)
+        for kind in ("rule", "self"):
+            against = [r for r in results if r.get("opponent") == kind]
+            if against:
+                training[f"win_{kind}"] = summarize(against)["win"]
+        if results:
+            self.training = training
+        stats.update({"fps/sampling": steps / max(1e-9, collected - started),
+                      "fps/learning": stats.get("samples", 0.0) / max(1e-9, updated - collected),
+                      "fps/overall": steps / max(1e-9, updated - started), "dropped": float(self.dropped),
+                      "replaced": float(self.replaced)})
+        self.scalars.write(self.cost, {**{f"train/{k}": v for k, v in self.training.items()}, **stats})
+        return stats
+
+    def train(self) -> dict[str, float]:
+        """Run until ``evaluator.terminate`` holds; the last evaluation's summary."""
+        settings = self.config["evaluator"]
+        if self.run is not None and settings["tensorboard"]:
+            self.scalars = Scalars(self.run / "tensorboard")
+        self.progress = Progress(settings["progress"])
+        if self.gather is None:
+            self.start_actors()
+        clock = time.monotonic() - self.elapsed
+        last_save = time.monotonic()
+        self.progress.print(f"training: {len(self.actors)} actors × {self.config['sample']['envs']} environments, "
+                            f"run directory {self.run}")
+        with self.gather.gathering("sample"):
+            while True:
+                stats = self.step()
+                self.elapsed = time.monotonic() - clock
+                self._show(stats)
+                if self.evaluator.due():
+                    summary = self._call_all(lambda: self.evaluator.evaluate(self.everyone))
+                    self.scalars.write(self.cost, {f"eval/{k}": v for k, v in summary.items()})
+                    self.progress.print(self._evaluation_line(summary))
+                stop = self.evaluator.should_stop(self.cost, self.iteration, self.elapsed, self.training)
+                if stop or time.monotonic() - last_save >= self.checkpoint_interval:
+                    self.save()
+                    last_save = time.monotonic()
+                if stop:
+                    break
+        self.scalars.flush()
+        self.progress.print(f"done: {self.evaluator.terminate.source if self.evaluator.terminate else ''} holds "
+                            f"after {self.iteration} iterations, {format_number(self.cost)} env steps, "
+                            f"{self.elapsed:.0f}s")
+        return self.evaluator.latest
+
+    def _evaluation_line(self, summary: Mapping[str, float]) -> str:
+        win = summary.get("win", math.nan)
+        parts = [f"eval @ {format_number(self.cost)} steps, {self.elapsed:.0f}s:",
+                 f"fitness {summary['fitness']:.3g} over {summary['episodes']:.0f} episodes"]
+        if not math.isnan(win):
+            parts.append(f"win rate {win:.0%} vs {self.evaluator.opponent}")
+        return " ".join(parts)
+
+    def _show(self, stats: Mapping[str, float]) -> None:
+        fields = {"iter": str(self.iteration), "steps": format_number(self.cost),
+                  "sps": format_number(stats.get("fps/overall", 0.0)),
+                  "return": f"{self.training.get('return', math.nan):.3g}",
+                  "kl": f"{stats.get('kl', math.nan):.3g}", "lr": f"{self.ppo.lr:.2g}",
+                  "stale": f"{stats.get('staleness', 0.0):.2f}", "time": f"{self.elapsed:.0f}s"}
+        latest = self.evaluator.latest
+        if latest.get("episodes"):
+            fields["eval"] = f"{latest['fitness']:.3g}"
+            if not math.isnan(latest.get("win", math.nan)):
+                fields["win"] = f"{latest['win']:.0%}"
+        self.progress.update(fields)
+
+
+def _plain(value: Any) -> Any:
+    """Config as plain containers (for the checkpoint)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+

@@ -1,0 +1,196 @@
+"""PPO: advantages (GAE with V-trace-style truncated importance weights), the clipped loss, the update.
+
+Read top to bottom like CleanRL's ``ppo.py``; every trick is a named setting of :class:`PPOSettings`.
+Shapes: ``T`` steps per segment, ``L`` lanes, ``N = T * L`` samples in a batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..model import ActorCritic
+
+LR_SCHEDULES = ("constant", "linear", "adaptive")
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOSettings:
+    """PPO hyper-parameters (from ``rl``, ``rl.ppo`` and ``train``; see lamarckian.yml)."""
+
+    discount: float = 0.99
+    gae: float = 0.95
+    clip: float = 0.2
+    clip_value: float | None = 0.2
+    epochs: int = 4
+    minibatches: int = 4
+    normalize_advantage: bool = True
+    critic: float = 0.5
+    entropy: float = 0.01
+    lr: float = 3e-4
+    lr_schedule: str = "constant"
+    lr_horizon: float = 1e6
+    kl_target: float = 0.01
+    grad_clip: float | None = 0.5
+    rho: float = 1.0
+    max_staleness: int = 8
+
+    def __post_init__(self) -> None:
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"train.lr_schedule={self.lr_schedule!r}: expected one of {LR_SCHEDULES}")
+        if self.epochs < 1 or self.minibatches < 1:
+            raise ValueError("rl.ppo.epochs and rl.ppo.minibatches must be at least 1")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> "PPOSettings":
+        rl, ppo, train = config["rl"], config["rl"]["ppo"], config["train"]
+        weights = rl["ac"]["weight_loss"]
+        return cls(discount=rl["discount"], gae=rl["gae"], clip=ppo["clip"], clip_value=ppo.get("clip_value"),
+                   epochs=ppo["epochs"], minibatches=ppo["minibatches"],
+                   normalize_advantage=ppo["normalize_advantage"], critic=weights["critic"],
+                   entropy=weights["entropy"], lr=train["lr"], lr_schedule=train["lr_schedule"],
+                   lr_horizon=train["lr_horizon"], kl_target=ppo["kl_target"], grad_clip=train.get("grad_clip"),
+                   rho=ppo["rho"], max_staleness=ppo["max_staleness"])
+
+
+def vtrace_advantages(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, truncated: torch.Tensor,
+                      final_values: torch.Tensor, ratios: torch.Tensor, discount: float, lam: float, rho: float
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Advantages and value targets ``[T, L]``.
+
+    GAE(λ) where every TD error is weighted by ``min(rho, π/μ)`` and every trace by ``λ·min(1, π/μ)``
+    (V-trace); with on-policy data (ratio 1) this is exactly GAE. An episode cut by a time limit is
+    bootstrapped from the value of its last observation (``final_values``), a terminated one from 0.
+
+    Args:
+        rewards, dones, truncated, final_values, ratios: ``[T, L]``.
+        values: ``[T + 1, L]`` in reward units (the last row bootstraps the segment).
+    """
+    steps = rewards.shape[0]
+    rewards = rewards + discount * final_values * truncated
+    continues = 1.0 - dones.float()
+    weights = ratios.clamp(max=rho)
+    traces = lam * ratios.clamp(max=1.0)
+    deltas = weights * (rewards + discount * values[1:] * continues - values[:-1])
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[0])
+    for t in range(steps - 1, -1, -1):
+        running = deltas[t] + discount * traces[t] * continues[t] * running
+        advantages[t] = running
+    return advantages, advantages + values[:-1]
+
+
+def ppo_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PPOSettings
+             ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The clipped surrogate + (clipped) value loss − entropy bonus for one minibatch ``(n,)``."""
+    distribution, value = model(batch["observations"])
+    log_prob = model.log_prob(distribution, batch["actions"])
+    log_ratio = log_prob - batch["log_probs"]
+    ratio = log_ratio.exp()
+    advantages = batch["advantages"]
+    if settings.normalize_advantage and advantages.numel() > 1:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    policy_loss = torch.max(-advantages * ratio,
+                            -advantages * ratio.clamp(1 - settings.clip, 1 + settings.clip)).mean()
+    target, old_value = batch["targets"], batch["old_values"]
+    value_loss = (value - target).square()
+    if settings.clip_value is not None:
+        clipped = old_value + (value - old_value).clamp(-settings.clip_value, settings.clip_value)
+        value_loss = torch.max(value_loss, (clipped - target).square())
+    value_loss = 0.5 * value_loss.mean()
+    entropy = model.entropy(distribution).mean()
+    loss = policy_loss + settings.critic * value_loss - settings.entropy * entropy
+    with torch.no_grad():
+        stats = {"loss/policy": policy_loss, "loss/value": value_loss, "entropy": entropy,
+                 "kl": ((ratio - 1) - log_ratio).mean(),
+                 "clip_fraction": ((ratio - 1).abs() > settings.clip).float().mean()}
+    return loss, stats
+
+
+class PPO:
+    """Owns the optimizer; :meth:`update` takes segments ``[T, L]`` and returns statistics."""
+
+    def __init__(self, model: ActorCritic, settings: PPOSettings, seed: int = 0) -> None:
+        self.model, self.settings = model, settings
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, eps=1e-5)
+        self.lr = settings.lr
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def _set_lr(self, lr: float) -> None:
+        self.lr = lr
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    def prepare(self, segments: list[Mapping[str, Any]], version: int) -> dict[str, torch.Tensor]:
+        """Flat batch ``(N, ...)`` with advantages and targets computed by the current network."""
+        model = self.model
+
+        def cat(name: str) -> torch.Tensor:
+            return torch.from_numpy(np.concatenate([s[name] for s in segments], axis=1))
+
+        observations, values_obs = cat("observations"), None
+        steps, lanes = observations.shape[:2]
+        if model.observation_normalizer is not None:
+            model.observation_normalizer.update(observations.reshape(steps * lanes, -1))
+        actions, behaviour = cat("actions"), cat("log_probs")
+        with torch.no_grad():
+            flat = observations.reshape(steps * lanes, *observations.shape[2:])
+            distribution, normalized = model(flat)
+            log_prob = model.log_prob(distribution, actions.reshape(steps * lanes, *actions.shape[2:]))
+            ratios = (log_prob.reshape(steps, lanes) - behaviour).exp()
+            values = model.denormalize_value(normalized).reshape(steps, lanes)
+            bootstrap = cat("values")[-1:]  # value of the observation after each segment, as the actor saw it
+            values_obs = torch.cat([values, bootstrap])
+            advantages, targets = vtrace_advantages(
+                cat("rewards"), values_obs, cat("dones"), cat("truncated").float(), cat("final_values"), ratios,
+                self.settings.discount, self.settings.gae, self.settings.rho)
+        if model.settings.normalize_value:
+            model.value_normalizer.update(targets.reshape(-1))
+            targets = (targets - model.value_normalizer.mean) / torch.sqrt(model.value_normalizer.var + 1e-8)
+            old_values = normalized.reshape(steps, lanes)
+        else:
+            old_values = values
+        staleness = torch.tensor([version - s["version"] for s in segments], dtype=torch.float32)
+        return {"observations": flat, "actions": actions.reshape(steps * lanes, *actions.shape[2:]),
+                "log_probs": behaviour.reshape(-1), "advantages": advantages.reshape(-1),
+                "targets": targets.reshape(-1), "old_values": old_values.reshape(-1), "staleness": staleness}
+
+    def update(self, segments: list[Mapping[str, Any]], version: int, cost: int) -> dict[str, float]:
+        """One PPO update over the segments; ``cost`` (env steps so far) drives the linear lr schedule."""
+        settings = self.settings
+        if settings.lr_schedule == "linear":
+            self._set_lr(settings.lr * max(0.0, 1.0 - cost / settings.lr_horizon))
+        batch = self.prepare(segments, version)
+        staleness = batch.pop("staleness")
+        count = batch["advantages"].shape[0]
+        size = max(1, count // settings.minibatches)
+        totals: dict[str, float] = {}
+        updates = 0
+        for _ in range(settings.epochs):
+            order = torch.randperm(count, generator=self.generator)
+            for start in range(0, count - size + 1, size):
+                index = order[start:start + size]
+                loss, stats = ppo_loss(self.model, {k: v[index] for k, v in batch.items()}, settings)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if settings.grad_clip is not None:
+                    stats["grad_norm"] = nn.utils.clip_grad_norm_(self.model.parameters(), settings.grad_clip)
+                self.optimizer.step()
+                for key, value in stats.items():
+                    totals[key] = totals.get(key, 0.0) + float(value.detach())
+                updates += 1
+        result = {key: value / max(1, updates) for key, value in totals.items()}
+        if settings.lr_schedule == "adaptive":
+            kl = result.get("kl", 0.0)
+            if kl > 2.0 * settings.kl_target:
+                self._set_lr(max(1e-6, self.lr / 1.5))
+            elif kl < 0.5 * settings.kl_target:
+                self._set_lr(min(1e-2, self.lr * 1.5))
+        result["lr"] = self.lr
+        result["staleness"] = float(staleness.mean())
+        result["samples"] = float(count)
+        return result

@@ -1,0 +1,92 @@
+#!/usr/bin/env python
+"""Train an agent: ``python train.py [-c FILE ...] [-m key.path=value ...] [-d | -D] [--debug]``.
+
+With no arguments: PPO self-play on the built-in Pong on a local Ray. See README for the keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from lamarckian.config import ConfigError, load
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints the whole usage otherwise)
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = _Parser(prog="train.py", description=__doc__.splitlines()[0])
+    parser.add_argument("-c", "--config", nargs="+", default=[], metavar="FILE",
+                        help="config files merged in order over lamarckian.yml (paths: working directory, then config/)")
+    parser.add_argument("-m", "--modify", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="edits, value parsed as YAML; an empty value deletes the key")
+    parser.add_argument("-d", action="store_true", help="delete the run's checkpoints first (start afresh)")
+    parser.add_argument("-D", action="store_true", help="delete the whole run directory first")
+    parser.add_argument("--debug", action="store_true", help="autograd anomaly detection and Ray local mode")
+    return parser.parse_args(argv)
+
+
+def prepare_run(root: Path, config: dict[str, Any], delete_checkpoints: bool, delete_all: bool) -> None:
+    """Apply -d/-D, create the run directory, keep the resolved config in it."""
+    if delete_all and root.exists():
+        shutil.rmtree(root)
+    elif delete_checkpoints and (root / "checkpoints").exists():
+        shutil.rmtree(root / "checkpoints")
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_arguments(argv)
+    try:
+        config = load(args.config, args.modify)
+        if args.debug:
+            config["ray"]["local_mode"] = True
+        from lamarckian.rl import Learner
+
+        root = Path(config["root"])
+        learner = Learner(config, root)  # builds everything that can fail on a bad value, writes nothing
+    except (ConfigError, ValueError, TypeError, KeyError) as error:
+        print(f"train.py: error: {error}", file=sys.stderr)
+        return 2
+    import ray
+    import torch
+
+    prepare_run(root, config, args.d, args.D)
+    if args.debug:
+        torch.autograd.set_detect_anomaly(True)
+    resumed = learner.resume()
+    if resumed is not None:
+        print(f"resuming from {resumed} (iteration {learner.iteration}, {learner.cost} env steps)", file=sys.stderr)
+    ray_config = config["ray"]
+    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+    if ray_config["local_mode"]:
+        options["local_mode"] = True
+    if ray_config["address"]:
+        options["address"] = ray_config["address"]
+    elif ray_config["num_cpus"]:
+        options["num_cpus"] = ray_config["num_cpus"]
+    ray.init(**options)
+    try:
+        learner.train()
+    except KeyboardInterrupt:
+        learner.save()
+        print("interrupted; checkpoint saved", file=sys.stderr)
+        return 130
+    finally:
+        learner.close()
+        ray.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
