@@ -25,9 +25,9 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = _Parser(prog="train.py", description=__doc__.splitlines()[0])
-    parser.add_argument("-c", "--config", nargs="+", default=[], metavar="FILE",
+    parser.add_argument("-c", "--config", nargs="+", action="extend", default=[], metavar="FILE",
                         help="config files merged in order over lamarckian.yml (paths: working directory, then config/)")
-    parser.add_argument("-m", "--modify", nargs="+", default=[], metavar="KEY=VALUE",
+    parser.add_argument("-m", "--modify", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                         help="edits, value parsed as YAML; an empty value deletes the key")
     parser.add_argument("-d", action="store_true", help="delete the run's checkpoints first (start afresh)")
     parser.add_argument("-D", action="store_true", help="delete the whole run directory first")

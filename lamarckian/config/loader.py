@@ -34,6 +34,10 @@ class _Loader(yaml.SafeLoader):
 
 
 _Loader.add_constructor(EXPRESSION_TAG, lambda loader, node: ExpressionText(loader.construct_scalar(node)))
+# YAML 1.1 reads 1e-3 (no dot) as text; a config means the number
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float",
+                              re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+                              list("-+0123456789."))
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
@@ -123,7 +127,7 @@ def parse_modification(text: str) -> tuple[str, Any, bool]:
     if value.strip() == "":
         return key, None, True
     try:
-        parsed = yaml.safe_load(value)
+        parsed = yaml.load(value, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError:
         parsed = value  # not YAML (for example an expression with ': '): keep the text
     return key, parsed, False

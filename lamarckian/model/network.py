@@ -136,14 +136,18 @@ class ActorCritic(nn.Module):
         return self.value_normalizer.denormalize(value) if self.settings.normalize_value else value
 
     @torch.no_grad()
-    def act(self, observation: torch.Tensor, deterministic: bool = False
+    def act(self, observation: torch.Tensor, deterministic: bool = False, generator: torch.Generator | None = None
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Actions ``(N,)`` or ``(N, A)``, their log-probabilities ``(N,)`` and values ``(N,)`` in reward units."""
+        """Actions ``(N,)`` or ``(N, A)``, their log-probabilities ``(N,)`` and values ``(N,)`` in reward units.
+        Sampling draws from ``generator`` (the global generator if None)."""
         distribution, value = self(observation)
         if deterministic:
             action = distribution.probs.argmax(-1) if self.discrete else distribution.mean
+        elif self.discrete:
+            action = torch.multinomial(distribution.probs, 1, generator=generator).squeeze(-1)
         else:
-            action = distribution.sample()
+            noise = torch.randn(distribution.mean.shape, generator=generator)
+            action = distribution.mean + distribution.stddev * noise
         return action, self.log_prob(distribution, action), self.denormalize_value(value)
 
     @torch.no_grad()

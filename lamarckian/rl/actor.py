@@ -64,8 +64,9 @@ class Actor:
         self.opponent = copy.deepcopy(self.model)
         if opponent is not None:
             load_blob(self.opponent, opponent)
-        self.policy = Policy(self.model)
-        self.opponent_policy = Policy(self.opponent)
+        generator = torch.Generator().manual_seed(actor_seed(config["seed"], index, 2**20))
+        self.policy = Policy(self.model, generator=generator)
+        self.opponent_policy = Policy(self.opponent, generator=generator)
         self.lanes = [Lane() for _ in range(self.envs)]
         self.results: list[dict[str, Any]] = []
         self.steps = 0

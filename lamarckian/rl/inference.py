@@ -14,10 +14,11 @@ IDLE_YIELDS = 3  # loop turns without a new request before a partial batch is se
 
 
 class Policy:
-    """A model used for acting, stochastic or deterministic (evaluation)."""
+    """A model used for acting: stochastic (drawing from ``generator``) or deterministic (evaluation)."""
 
-    def __init__(self, model: ActorCritic, deterministic: bool = False) -> None:
-        self.model, self.deterministic = model, deterministic
+    def __init__(self, model: ActorCritic, deterministic: bool = False, generator: torch.Generator | None = None
+                 ) -> None:
+        self.model, self.deterministic, self.generator = model, deterministic, generator
 
 
 class BatchedInference:
@@ -87,7 +88,7 @@ class BatchedInference:
         pending, self.pending, self.waiting = self.pending, {}, 0
         for policy, observations, futures in pending.values():
             batch = torch.from_numpy(np.stack(observations))
-            actions, log_probs, values = policy.model.act(batch, policy.deterministic)
+            actions, log_probs, values = policy.model.act(batch, policy.deterministic, policy.generator)
             actions, log_probs, values = actions.numpy(), log_probs.numpy(), values.numpy()
             self.forwards += 1
             self.requests += len(futures)

@@ -1,0 +1,58 @@
+"""Networks, blobs, normalizers and observation batching."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+import torch
+
+from lamarckian.model import ActorCritic, ModelSettings, ObservationBatcher, RunningNormalizer, load_blob, to_blob
+
+
+def test_blob_round_trip_includes_normalizers():
+    space = gymnasium.spaces.Box(-1, 1, (5,), np.float32)
+    source = ActorCritic(space, gymnasium.spaces.Discrete(3))
+    source.observation_normalizer.update(torch.randn(100, 5) * 3 + 1)
+    target = ActorCritic(space, gymnasium.spaces.Discrete(3))
+    blob = to_blob(source)
+    assert blob.dtype == np.float32 and blob.ndim == 1 and blob.flags["C_CONTIGUOUS"]
+    load_blob(target, blob)
+    observation = torch.randn(7, 5)
+    assert torch.equal(source(observation)[0].logits, target(observation)[0].logits)
+    with pytest.raises(ValueError, match="another architecture"):
+        load_blob(ActorCritic(space, gymnasium.spaces.Discrete(4)), blob)
+
+
+def test_running_normalizer_matches_numpy():
+    data = np.random.default_rng(0).normal(3.0, 2.0, size=(1000, 4)).astype(np.float32)
+    normalizer = RunningNormalizer((4,))
+    for chunk in np.array_split(data, 7):
+        normalizer.update(torch.from_numpy(chunk))
+    assert np.allclose(normalizer.mean.numpy(), data.mean(0), atol=1e-4)
+    assert np.allclose(normalizer.var.numpy(), data.var(0), rtol=1e-3)
+
+
+def test_gaussian_head_and_values():
+    model = ActorCritic(gymnasium.spaces.Box(-1, 1, (3,), np.float32), gymnasium.spaces.Box(-2, 2, (2,), np.float32),
+                        ModelSettings(hidden=(16,)))
+    observation = torch.randn(6, 3)
+    action, log_prob, value = model.act(observation)
+    assert action.shape == (6, 2) and log_prob.shape == (6,) and value.shape == (6,)
+    deterministic = model.act(observation, deterministic=True)[0]
+    assert torch.allclose(deterministic, model(observation)[0].mean)
+    assert model.env_action(action[0].numpy()).shape == (2,)
+
+
+def test_dict_and_image_batching():
+    space = gymnasium.spaces.Dict({"a": gymnasium.spaces.Box(0, 1, (2, 2), np.float32),
+                                   "b": gymnasium.spaces.Discrete(3)})
+    batcher = ObservationBatcher(space)
+    batch = batcher([{"a": np.ones((2, 2)), "b": 2}, {"a": np.zeros((2, 2)), "b": 0}])
+    assert batch.shape == (2, 7) and batch[0, -1] == 1 and batch[1, 4] == 1
+    assert np.array_equal(batcher.convert({"a": np.ones((2, 2)), "b": 2}), batch[0])
+    image = gymnasium.spaces.Box(0, 255, (64, 64, 3), np.uint8)
+    model = ActorCritic(image, gymnasium.spaces.Discrete(4), ModelSettings(hidden=(32,)))
+    frames = model.batcher([np.zeros((64, 64, 3), np.uint8)] * 2)
+    assert frames.shape == (2, 3, 64, 64)
+    assert model.act(torch.from_numpy(frames))[0].shape == (2,)

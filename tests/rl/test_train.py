@@ -1,0 +1,83 @@
+"""End to end on a real local Ray: learning, a SIGKILLed actor replaced, train.py killed and resumed."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lamarckian.config import load
+from lamarckian.record import Checkpoints
+from lamarckian.rl import Learner
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def test_sigkilled_actor_is_replaced_and_training_goes_on(ray_local, tmp_path):
+    config = load(["mdp/gym.yml"], ["sample.envs=4", "sample.truncation=16", "train.batch=256",
+                                    "evaluator.progress=false", f"root={tmp_path}"])
+    learner = Learner(config, tmp_path)
+    learner.start_actors()
+    try:
+        with learner.gather.gathering("sample"):
+            learner.step()
+            victim = learner.actors[0]
+            pid = ray_local.get(victim.__ray_call__.remote(lambda actor: os.getpid()))
+            os.kill(pid, signal.SIGKILL)
+            for _ in range(6):
+                learner.step()
+            assert learner.replaced == 1 and victim not in learner.actors and len(learner.actors) == 2
+            summary = learner.evaluator.evaluate(learner.everyone)  # the replacement answers calls too
+            assert summary["episodes"] == config["evaluator"]["episodes"]
+        assert learner.iteration == 7 and learner.cost >= 7 * 256
+    finally:
+        learner.close()
+
+
+def run_train(arguments: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPOSITORY / "train.py"), *arguments], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd)
+
+
+def test_cartpole_learns(tmp_path):
+    root = tmp_path / "run"
+    completed = run_train(["-c", "mdp/gym.yml", "mdp/gym/cartpole.yml", "rl/ppo.yml", "-m", f"root={root}",
+                           "evaluator.interval=3", "evaluator.terminate=self.fitness >= 475 or self.cost > 600000",
+                           "-D"], tmp_path, 600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    evaluations = [float(m) for m in re.findall(r"fitness ([-\d.e+]+) over", completed.stderr)]
+    assert evaluations and max(evaluations) >= 475, completed.stderr[-3000:]
+    assert (root / "config.yml").is_file() and Checkpoints(root / "checkpoints").paths()
+    assert list((root / "tensorboard").glob("events.out.tfevents.*"))
+
+
+def test_killed_train_py_resumes(tmp_path):
+    arguments = ["-m", f"root={tmp_path}", "sample.envs=4", "sample.truncation=16", "train.batch=512",
+                 "evaluator.checkpoint.interval=0.5", "evaluator.interval=1000"]
+    process = subprocess.Popen([sys.executable, str(REPOSITORY / "train.py"), *arguments,
+                                "evaluator.terminate=self.iteration >= 100000"], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    checkpoints = Checkpoints(tmp_path / "checkpoints")
+    try:
+        deadline = time.monotonic() + 240
+        while len(checkpoints.paths()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert checkpoints.paths(), "no checkpoint was written"
+    before = checkpoints.load_newest()[1]
+    assert before["iteration"] >= 1
+    target = before["iteration"] + 3
+    completed = run_train([*arguments, f"evaluator.terminate=self.iteration >= {target}"], tmp_path, 300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert f"resuming from {tmp_path / 'checkpoints'}" in completed.stderr
+    after = checkpoints.load_newest()[1]
+    assert after["iteration"] == target and after["cost"] > before["cost"]
+    assert after["elapsed"] > before["elapsed"]
