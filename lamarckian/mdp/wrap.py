@@ -76,7 +76,7 @@ class Statistics(ControllerWrapper):
         await self.controller(action)
         self.length += 1
         self.total += self.controller.get_reward()
-        if self.idle_action is not None and np.ndim(action) == 0 and int(action) == self.idle_action:
+        if self.idle_action is not None and isinstance(action, (int, np.integer)) and action == self.idle_action:
             self.idle += 1
 
     def get_result(self) -> dict[str, Any]:

@@ -139,16 +139,25 @@ class ActorCritic(nn.Module):
     def act(self, observation: torch.Tensor, deterministic: bool = False, generator: torch.Generator | None = None
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Actions ``(N,)`` or ``(N, A)``, their log-probabilities ``(N,)`` and values ``(N,)`` in reward units.
-        Sampling draws from ``generator`` (the global generator if None)."""
-        distribution, value = self(observation)
-        if deterministic:
-            action = distribution.probs.argmax(-1) if self.discrete else distribution.mean
-        elif self.discrete:
-            action = torch.multinomial(distribution.probs, 1, generator=generator).squeeze(-1)
-        else:
-            noise = torch.randn(distribution.mean.shape, generator=generator)
-            action = distribution.mean + distribution.stddev * noise
-        return action, self.log_prob(distribution, action), self.denormalize_value(value)
+        Sampling draws from ``generator`` (the global generator if None). The hot path of every actor: it
+        works on logits and means directly instead of building distribution objects."""
+        x = self.prepare(observation)
+        features = self.actor_encoder(x)
+        critic_features = features if self.settings.shared else self.critic_encoder(x)
+        value = self.denormalize_value(self.value_head(critic_features).squeeze(-1))
+        out = self.policy_head(features)
+        if self.discrete:
+            log_probs = torch.log_softmax(out, -1)
+            if deterministic:
+                action = log_probs.argmax(-1)
+            else:
+                action = torch.multinomial(log_probs.exp(), 1, generator=generator).squeeze(-1)
+            return action, log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1), value
+        log_std = self.log_std.expand_as(out)
+        noise = torch.zeros_like(out) if deterministic else torch.randn(out.shape, generator=generator)
+        action = out + log_std.exp() * noise
+        log_prob = (-0.5 * noise.square() - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+        return action, log_prob, value
 
     @torch.no_grad()
     def value(self, observation: torch.Tensor) -> torch.Tensor:

@@ -2,6 +2,7 @@
 
 from .checkpoint import Checkpoints, atomic_write
 from .progress import Progress, format_number
+from .table import CsvLog, read_rows
 from .tensorboard import Scalars
 
-__all__ = ["Checkpoints", "Progress", "Scalars", "atomic_write", "format_number"]
+__all__ = ["Checkpoints", "CsvLog", "Progress", "Scalars", "atomic_write", "format_number", "read_rows"]

@@ -150,7 +150,8 @@ class Actor:
                 observation = batcher.convert(controller.get_state())
                 action, log_prob, value = await self.inference.act(LEARNER, self.policy, observation)
                 lane.decide(observation, action, log_prob, value, self.version)
-                self._check_ready()
+                if len(lane.values) == self.truncation + 1:  # this lane just filled: maybe all have
+                    self._check_ready()
                 await controller(self.model.env_action(action))
                 self.steps += 1
                 lane.outcome(controller.get_reward(), controller.done, controller.truncated)

@@ -18,7 +18,7 @@ import torch
 from .. import rpc
 from ..mdp import create_mdp
 from ..model import to_blob
-from ..record import Checkpoints, Progress, Scalars, format_number
+from ..record import Checkpoints, CsvLog, Progress, Scalars, format_number
 from .actor import Actor, build_model
 from .evaluator import Evaluator, summarize
 from .ppo import PPO, PPOSettings
@@ -57,6 +57,7 @@ class Learner:
         self.checkpoint_interval = float(checkpoint["interval"])
         self.scalars = Scalars(None)
         self.progress = Progress(False)
+        self.evaluations = CsvLog(run / "evaluations.csv") if run is not None else None
         self.actors: list[Any] = []
         self.everyone: rpc.All | None = None
         self.gather: rpc.Gather | None = None
@@ -209,6 +210,9 @@ class Learner:
                 if self.evaluator.due():
                     summary = self._call_all(lambda: self.evaluator.evaluate(self.everyone))
                     self.scalars.write(self.cost, {f"eval/{k}": v for k, v in summary.items()})
+                    if self.evaluations is not None:
+                        self.evaluations.write({"time": round(self.elapsed, 3), "cost": self.cost,
+                                                "iteration": self.iteration, **summary})
                     self.progress.print(self._evaluation_line(summary))
                 stop = self.evaluator.should_stop(self.cost, self.iteration, self.elapsed, self.training)
                 if stop or time.monotonic() - last_save >= self.checkpoint_interval:

@@ -132,7 +132,7 @@ class PPO:
         def cat(name: str) -> torch.Tensor:
             return torch.from_numpy(np.concatenate([s[name] for s in segments], axis=1))
 
-        observations, values_obs = cat("observations"), None
+        observations = cat("observations")
         steps, lanes = observations.shape[:2]
         if model.observation_normalizer is not None:
             model.observation_normalizer.update(observations.reshape(steps * lanes, -1))
@@ -144,9 +144,8 @@ class PPO:
             ratios = (log_prob.reshape(steps, lanes) - behaviour).exp()
             values = model.denormalize_value(normalized).reshape(steps, lanes)
             bootstrap = cat("values")[-1:]  # value of the observation after each segment, as the actor saw it
-            values_obs = torch.cat([values, bootstrap])
             advantages, targets = vtrace_advantages(
-                cat("rewards"), values_obs, cat("dones"), cat("truncated").float(), cat("final_values"), ratios,
+                cat("rewards"), torch.cat([values, bootstrap]), cat("dones"), cat("truncated").float(), cat("final_values"), ratios,
                 self.settings.discount, self.settings.gae, self.settings.rho)
         if model.settings.normalize_value:
             model.value_normalizer.update(targets.reshape(-1))

@@ -103,3 +103,17 @@ def test_every_shipped_config_file_loads():
     for path in files:
         load([str(path)])
     assert read_yaml(DEFAULTS)["evaluator"]["terminate"]  # the default job stops by itself
+
+
+def test_readme_lists_every_key():
+    from lamarckian.config.reference import entries, markdown
+
+    readme = (DEFAULTS.parent / "README.md").read_text()
+    assert markdown() in readme, "README's key table is stale: paste `python -m lamarckian.config.reference`"
+    assert len(entries()) > 80
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (DEFAULTS.parent / "README.md").read_text()
+    command = (DEFAULTS.parent / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert command in readme and "pytest" in command

@@ -1,0 +1,97 @@
+"""Time and env steps for train.py to solve CartPole-v1 (eval return >= 475) and Pendulum-v1 (>= -200).
+
+Runs the seed's commands (`python train.py -c mdp/gym.yml mdp/gym/<task>.yml rl/ppo.yml`) once per seed as
+subprocesses, reads each run's evaluations.csv, and prints per task the median over seeds of: training
+seconds to the first evaluation at the threshold (the learner's clock, Ray start-up excluded), env steps to
+it, and the whole process wall time (start-up included). Draws the learning curves to --plot.
+
+    python bench/learning.py [--seeds 0 1 2] [--limit 600] [--plot docs/learning.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPOSITORY))
+
+from lamarckian.record import read_rows  # noqa: E402
+
+TASKS = {"CartPole-v1": ("mdp/gym/cartpole.yml", 475.0), "Pendulum-v1": ("mdp/gym/pendulum.yml", -200.0)}
+
+
+def run(task_file: str, threshold: float, seed: int, limit: float, root: Path) -> dict[str, float]:
+    started = time.monotonic()
+    completed = subprocess.run(
+        [sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml", task_file, "rl/ppo.yml", "-m",
+         f"seed={seed}", f"root={root}", "evaluator.interval=2", "evaluator.episodes=10", "evaluator.progress=false",
+         f"evaluator.terminate=self.fitness >= {threshold} or self.time > {limit}", "-D"],
+        capture_output=True, text=True, cwd=REPOSITORY)
+    wall = time.monotonic() - started
+    if completed.returncode != 0:
+        raise RuntimeError(f"train.py failed (seed {seed}):\n{completed.stderr[-2000:]}")
+    rows = read_rows(root / "evaluations.csv")
+    reached = next((row for row in rows if row["fitness"] >= threshold), None)
+    return {"seconds": reached["time"] if reached else float("nan"), "steps": reached["cost"] if reached else float("nan"),
+            "wall": wall, "curve": [(row["cost"], row["fitness"]) for row in rows]}
+
+
+def plot(curves: dict[str, list], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.5))
+    for axis, (task, runs) in zip(axes, curves.items()):
+        for seed, curve in runs:
+            axis.plot([c for c, _ in curve], [f for _, f in curve], marker=".", label=f"seed {seed}")
+        axis.axhline(TASKS[task][1], color="grey", linestyle="--", linewidth=1)
+        axis.set(title=task, xlabel="env steps", ylabel="mean evaluation return")
+        axis.legend()
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--limit", type=float, default=600.0, help="training seconds before a run gives up")
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
+    parser.add_argument("--plot", type=Path, default=None, help="write the learning curves here (png)")
+    args = parser.parse_args()
+    print(f"# {time.strftime('%Y-%m-%d')} {platform.node()} {platform.processor() or platform.machine()}, "
+          f"seeds {args.seeds}")
+    print(f"{'task':<13} {'seed':>4} {'train s':>8} {'env steps':>10} {'wall s':>7}")
+    curves: dict[str, list] = {}
+    summary = []
+    for task in args.tasks:
+        task_file, threshold = TASKS[task]
+        results = []
+        for seed in args.seeds:
+            with tempfile.TemporaryDirectory() as folder:
+                result = run(task_file, threshold, seed, args.limit, Path(folder) / "run")
+            results.append(result)
+            curves.setdefault(task, []).append((seed, result["curve"]))
+            print(f"{task:<13} {seed:>4} {result['seconds']:>8.1f} {result['steps']:>10.0f} {result['wall']:>7.1f}",
+                  flush=True)
+        medians = {key: statistics.median(r[key] for r in results) for key in ("seconds", "steps", "wall")}
+        solved = sum(r["seconds"] == r["seconds"] for r in results)
+        summary.append(f"{task:<13} median {medians['seconds']:.1f} s training, {medians['steps']:.0f} env steps, "
+                       f"{medians['wall']:.1f} s wall (solved {solved}/{len(results)}; threshold {threshold})")
+    print("\n".join(summary))
+    if args.plot:
+        plot(curves, args.plot)
+        print(f"learning curves: {args.plot}")
+
+
+if __name__ == "__main__":
+    main()
