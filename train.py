@@ -31,7 +31,8 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="edits, value parsed as YAML; an empty value deletes the key")
     parser.add_argument("-d", action="store_true", help="delete the run's checkpoints first (start afresh)")
     parser.add_argument("-D", action="store_true", help="delete the whole run directory first")
-    parser.add_argument("--debug", action="store_true", help="autograd anomaly detection and Ray local mode")
+    parser.add_argument("--debug", action="store_true",
+                        help="autograd anomaly detection and local mode (actors in this process, no Ray)")
     return parser.parse_args(argv)
 
 
@@ -69,13 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"resuming from {resumed} (iteration {learner.iteration}, {learner.cost} env steps)", file=sys.stderr)
     ray_config = config["ray"]
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
-    if ray_config["local_mode"]:
-        options["local_mode"] = True
-    if ray_config["address"]:
+    if ray_config.get("address"):
         options["address"] = ray_config["address"]
-    elif ray_config["num_cpus"]:
+    elif ray_config.get("num_cpus"):
         options["num_cpus"] = ray_config["num_cpus"]
-    ray.init(**options)
+    if not ray_config["local_mode"]:  # local mode: actors are objects of this process, no Ray at all
+        ray.init(**options)
     try:
         learner.train()
     except KeyboardInterrupt:
@@ -84,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         learner.close()
-        ray.shutdown()
+        if ray.is_initialized():
+            ray.shutdown()
     return 0
 
 

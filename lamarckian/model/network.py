@@ -16,6 +16,7 @@ from .normalizer import RunningNormalizer
 from .observation import ObservationBatcher
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "silu": nn.SiLU}
+BOUNDS = ("clip", "tanh")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +30,9 @@ class ModelSettings:
         normalize_observation: running mean/std normalization of vector observations.
         normalize_value: the critic predicts returns normalized by their running statistics.
         log_std: initial log standard deviation of Gaussian actions.
+        bound: how a Gaussian action meets the action space's bounds: ``clip`` (cut at the bounds) or ``tanh``
+            (squashed into them; the policy's log-probabilities stay those of the unsquashed sample, which
+            leaves PPO's ratios unchanged).
     """
 
     hidden: tuple[int, ...] = (64, 64)
@@ -37,12 +41,15 @@ class ModelSettings:
     normalize_observation: bool = True
     normalize_value: bool = True
     log_std: float = 0.0
+    bound: str = "clip"
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any]) -> "ModelSettings":
         settings = cls(**{**mapping, "hidden": tuple(mapping.get("hidden", cls.hidden))})
         if settings.activation not in ACTIVATIONS:
             raise ValueError(f"model.activation={settings.activation!r}: expected one of {sorted(ACTIVATIONS)}")
+        if settings.bound not in BOUNDS:
+            raise ValueError(f"model.bound={settings.bound!r}: expected one of {BOUNDS}")
         return settings
 
 
@@ -166,7 +173,11 @@ class ActorCritic(nn.Module):
         return self.denormalize_value(self.value_head(self.critic_encoder(x)).squeeze(-1))
 
     def env_action(self, action: np.ndarray) -> Any:
-        """One row of :meth:`act`'s output as the environment expects it."""
+        """One row of :meth:`act`'s output as the environment expects it (inside the bounds)."""
         if self.discrete:
             return int(action)
-        return np.asarray(action, np.float32).reshape(self.action_space.shape)
+        action = np.asarray(action, np.float32).reshape(self.action_space.shape)
+        low, high = self.action_space.low, self.action_space.high
+        if self.settings.bound == "tanh":
+            return (low + (np.tanh(action) + 1.0) * 0.5 * (high - low)).astype(np.float32)
+        return np.clip(action, low, high)

@@ -41,11 +41,12 @@ class Actor:
         index: this actor's number (seeds differ per actor).
         blob: initial learner weights (None keeps the network's initialization).
         version: the weights' version number.
-        opponent: the frozen opponent's weights (None: a copy of the initial learner).
+        opponents: frozen opponent weights ``{opponent slot: blob}`` (see :meth:`set_opponents`); a slot without
+            weights plays a copy of the initial learner.
     """
 
     def __init__(self, config: Mapping[str, Any], index: int, blob: np.ndarray | None = None,
-                 version: int = 0, opponent: np.ndarray | None = None) -> None:
+                 version: int = 0, opponents: Mapping[int, np.ndarray] | None = None) -> None:
         torch.set_num_threads(1)
         torch.manual_seed(actor_seed(config["seed"], index, 0))
         self.mdp_config = config["mdp"]
@@ -61,12 +62,10 @@ class Actor:
         if blob is not None:
             load_blob(self.model, blob)
         self.version = version
-        self.opponent = copy.deepcopy(self.model)
-        if opponent is not None:
-            load_blob(self.opponent, opponent)
-        generator = torch.Generator().manual_seed(actor_seed(config["seed"], index, 2**20))
-        self.policy = Policy(self.model, generator=generator)
-        self.opponent_policy = Policy(self.opponent, generator=generator)
+        self.generator = torch.Generator().manual_seed(actor_seed(config["seed"], index, 2**20))
+        self.policy = Policy(self.model, generator=self.generator)
+        self.opponents: dict[int, Policy] = {}
+        self.set_opponents(opponents or {})
         self.lanes = [Lane() for _ in range(self.envs)]
         self.results: list[dict[str, Any]] = []
         self.steps = 0
@@ -86,9 +85,22 @@ class Actor:
         return self.version
 
     def set_opponents(self, opponents: Mapping[int, np.ndarray]) -> None:
-        """Frozen opponent weights ``{opponent slot: blob}``; slot 1 is every non-learner seat in a 2-player game."""
-        for blob in opponents.values():
-            load_blob(self.opponent, blob)
+        """Frozen opponent weights ``{opponent slot: blob}``. In an episode the seats other than the learner's
+        get slots 1, 2, ... in seat order (in a 2-player game the opponent is slot 1); a slot never given
+        weights plays as slot 1 (or, before any weights, as a copy of the initial learner)."""
+        for slot, blob in opponents.items():
+            slot = int(slot)
+            if slot < 1:
+                raise ValueError(f"opponent slots start at 1, got {slot}")
+            if slot not in self.opponents:
+                self.opponents[slot] = Policy(copy.deepcopy(self.model), generator=self.generator)
+            load_blob(self.opponents[slot].model, blob)
+
+    def _opponent(self, slot: int, deterministic: bool = False) -> Policy:
+        policy = self.opponents.get(slot) or self.opponents.get(1)
+        if policy is None:
+            policy = self.opponents[1] = Policy(copy.deepcopy(self.model), generator=self.generator)
+        return Policy(policy.model, deterministic, policy.generator) if deterministic else policy
 
     # ---- sampling ------------------------------------------------------------------------------------------
     def sample(self) -> dict[str, Any]:
@@ -136,7 +148,8 @@ class Actor:
             episode = mdp.reset(learner, *opponents)
             controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
             players = [self._learn(controllers[0], lane)]
-            players += [self._play(c, OPPONENT, self.opponent_policy) for c in controllers[1:]]
+            players += [self._play(c, (OPPONENT, slot), self._opponent(slot))
+                        for slot, c in enumerate(controllers[1:], start=1)]
             await asyncio.gather(*players, *episode.ticks)
             result = controllers[0].get_result()
             result["opponent"] = kind
@@ -161,7 +174,7 @@ class Actor:
         finally:
             self.inference.unregister()
 
-    async def _play(self, controller: Controller, key: str, policy: Policy,
+    async def _play(self, controller: Controller, key: Any, policy: Policy,
                     inference: BatchedInference | None = None) -> None:
         inference = inference or self.inference
         model = policy.model
@@ -189,7 +202,7 @@ class Actor:
 
     async def _evaluate(self, episodes: int, opponent: str) -> list[dict[str, Any]]:
         inference = BatchedInference()
-        learner, frozen = Policy(self.model, deterministic=True), Policy(self.opponent, deterministic=True)
+        learner = Policy(self.model, deterministic=True)
         remaining = [episodes]
         results: list[dict[str, Any]] = []
 
@@ -201,7 +214,8 @@ class Actor:
                 episode = mdp.reset(seat, *others)
                 controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
                 await asyncio.gather(self._play(controllers[0], LEARNER, learner, inference),
-                                     *(self._play(c, OPPONENT, frozen, inference) for c in controllers[1:]),
+                                     *(self._play(c, (OPPONENT, slot), self._opponent(slot, True), inference)
+                                       for slot, c in enumerate(controllers[1:], start=1)),
                                      *episode.ticks)
                 result = controllers[0].get_result()
                 result["opponent"] = opponent if self.seats > 1 else None
@@ -217,7 +231,13 @@ class Actor:
                 "batch": self.inference.requests / max(1, self.inference.forwards)}
 
     def close(self) -> None:
-        for task in self.tasks:
+        """Stop the environments' tasks and close the environments (not while ``sample`` runs)."""
+        pending = asyncio.all_tasks(self.loop)
+        for task in pending:
             task.cancel()
+        if pending:
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self.loop.close()
+        self.tasks = []
         for mdp in (*self.mdps, *self.eval_mdps):
             mdp.close()

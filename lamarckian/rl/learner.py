@@ -62,6 +62,7 @@ class Learner:
         self.everyone: rpc.All | None = None
         self.gather: rpc.Gather | None = None
         self.spawned = 0
+        self.local = bool(config["ray"]["local_mode"])
 
     # ---- state ---------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -94,12 +95,15 @@ class Learner:
 
     # ---- actors --------------------------------------------------------------------------------------------
     def _spawn(self) -> Any:
+        """A new actor from the current weights: a Ray actor, or (``ray.local_mode``) an object in this process
+        whose RPC server runs on a thread (debuggable with breakpoints)."""
+        arguments = (dict(self.config), self.spawned, to_blob(self.model), self.version, {1: self.opponent_blob})
+        self.spawned += 1
+        if self.local:
+            return Actor(*arguments)
         import ray
 
-        remote = ray.remote(num_cpus=self.config["sample"]["num_cpus"], max_restarts=0)(Actor)
-        actor = remote.remote(dict(self.config), self.spawned, to_blob(self.model), self.version, self.opponent_blob)
-        self.spawned += 1
-        return actor
+        return ray.remote(num_cpus=self.config["sample"]["num_cpus"], max_restarts=0)(Actor).remote(*arguments)
 
     def start_actors(self) -> None:
         settings = rpc.RpcSettings.from_mapping(self.config["rpc"])
@@ -109,11 +113,9 @@ class Learner:
 
     def _replace(self, error: rpc.ActorDiedError) -> None:
         """Swap a dead actor for a fresh one that starts from the current weights."""
-        import ray
-
         dead = self.actors.pop(error.index)
         self.gather.remove(dead)
-        ray.kill(dead, no_restart=True)
+        self._kill(dead)
         replacement = self._spawn()
         self.actors.append(replacement)
         self.gather.add(replacement)
@@ -128,16 +130,22 @@ class Learner:
             except rpc.ActorDiedError as error:
                 self._replace(error)
 
-    def close(self) -> None:
-        import ray
+    def _kill(self, actor: Any) -> None:
+        if self.local:
+            actor.close()
+        else:
+            import ray
 
+            ray.kill(actor, no_restart=True)
+
+    def close(self) -> None:
         if self.gather is not None:
             try:
                 self.gather.close()
             except rpc.RPCError as error:
                 log.warning("closing the actors: %s", error)
         for actor in self.actors:
-            ray.kill(actor, no_restart=True)
+            self._kill(actor)
         self.actors = []
         self.scalars.close()
         self.progress.close()

@@ -37,6 +37,12 @@ def test_extend_is_relative_to_the_extending_file(tmp_path):
     assert config["train"] == {**config["train"], "lr": 0.5, "batch": 16}
 
 
+def test_duplicate_key_is_an_error(tmp_path):
+    bad = write(tmp_path / "dup.yml", "train:\n  lr: 0.1\n  lr: 0.2\n")
+    with pytest.raises(ConfigError, match=r"dup.yml: not valid YAML: .*duplicate key 'lr'"):
+        load([bad])
+
+
 def test_extend_cycle_is_an_error(tmp_path):
     write(tmp_path / "x.yml", "extend: y.yml\n")
     write(tmp_path / "y.yml", "extend: x.yml\n")

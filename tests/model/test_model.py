@@ -56,3 +56,15 @@ def test_dict_and_image_batching():
     frames = model.batcher([np.zeros((64, 64, 3), np.uint8)] * 2)
     assert frames.shape == (2, 3, 64, 64)
     assert model.act(torch.from_numpy(frames))[0].shape == (2,)
+
+
+@pytest.mark.parametrize("bound", ["clip", "tanh"])
+def test_continuous_actions_stay_in_bounds(bound):
+    space = gymnasium.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32))
+    model = ActorCritic(gymnasium.spaces.Box(-1, 1, (3,), np.float32), space, ModelSettings(log_std=2.0, bound=bound))
+    actions = model.act(torch.randn(500, 3))[0].numpy()
+    converted = np.stack([model.env_action(a) for a in actions])
+    assert np.all(converted >= space.low) and np.all(converted <= space.high)
+    assert converted.min(0)[0] < -1.5 and converted.max(0)[0] > 1.5  # the whole range is reachable
+    with pytest.raises(ValueError, match="model.bound"):
+        ModelSettings.from_mapping({"bound": "sigmoid"})

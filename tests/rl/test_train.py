@@ -81,3 +81,12 @@ def test_killed_train_py_resumes(tmp_path):
     after = checkpoints.load_newest()[1]
     assert after["iteration"] == target and after["cost"] > before["cost"]
     assert after["elapsed"] > before["elapsed"]
+
+
+def test_debug_runs_in_one_process_without_ray(tmp_path):
+    root = tmp_path / "run"
+    completed = run_train(["-c", "mdp/gym.yml", "--debug", "-m", f"root={root}", "sample.envs=2", "train.batch=128",
+                           "evaluator.terminate=self.iteration >= 3"], tmp_path, 300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "after 3 iterations" in completed.stderr
+    assert "Ray" not in completed.stderr and "Task was destroyed" not in completed.stderr
