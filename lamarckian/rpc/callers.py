@@ -101,7 +101,11 @@ class All(_Caller):
         self.link.pump(0)
         while self._unchecked:
             request_id = self._unchecked[0]
-            self.link.check_alive(request_id)
+            try:
+                self.link.check_alive(request_id)
+            except ActorDiedError:
+                self._unchecked.popleft()  # the link forgot it; the caller mends the group and goes on
+                raise
             if not self.link.done(request_id):
                 return
             self._finish(self._unchecked.popleft())

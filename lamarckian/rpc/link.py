@@ -120,6 +120,8 @@ class Link:
         if connection in self.connections:
             self.connections.remove(connection)
         self.generations.pop(connection, None)
+        for waiting in self._awaiting.values():  # requests in flight no longer wait for a removed peer
+            waiting.discard(connection)
         release = getattr(connection.handle, "_lamarckian_rpc_release", None)
         if release is not None and not isinstance(connection.handle, _ray_handle_type() or ()):
             release()
@@ -221,7 +223,8 @@ class Link:
                                "(wrong secret, another protocol version, or a firewall?)")
             self.pump(None if remaining is None else max(1, int(remaining * 1000)))
         self._relays.finish(request_id)
-        self._awaiting.pop(request_id)
+        if self._awaiting.pop(request_id, None) is None:
+            raise RPCError(f"request {request_id} was abandoned after a peer died")
         return self._replies.pop(request_id)
 
     def forget(self, request_id: int) -> None:
