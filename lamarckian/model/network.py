@@ -117,12 +117,15 @@ class ActorCritic(nn.Module):
             return self.observation_normalizer(observation)
         return observation
 
-    def forward(self, observation: torch.Tensor) -> tuple[torch.distributions.Distribution, torch.Tensor]:
+    def outputs(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Policy head output ``(N, A)`` (logits, or Gaussian means) and the critic's normalized value ``(N,)``."""
         x = self.prepare(observation)
         features = self.actor_encoder(x)
         critic_features = features if self.settings.shared else self.critic_encoder(x)
-        value = self.value_head(critic_features).squeeze(-1)
-        out = self.policy_head(features)
+        return self.policy_head(features), self.value_head(critic_features).squeeze(-1)
+
+    def forward(self, observation: torch.Tensor) -> tuple[torch.distributions.Distribution, torch.Tensor]:
+        out, value = self.outputs(observation)
         if self.discrete:
             return Categorical(logits=out), value
         return Normal(out, self.log_std.exp().expand_as(out)), value
@@ -148,11 +151,8 @@ class ActorCritic(nn.Module):
         """Actions ``(N,)`` or ``(N, A)``, their log-probabilities ``(N,)`` and values ``(N,)`` in reward units.
         Sampling draws from ``generator`` (the global generator if None). The hot path of every actor: it
         works on logits and means directly instead of building distribution objects."""
-        x = self.prepare(observation)
-        features = self.actor_encoder(x)
-        critic_features = features if self.settings.shared else self.critic_encoder(x)
-        value = self.denormalize_value(self.value_head(critic_features).squeeze(-1))
-        out = self.policy_head(features)
+        out, value = self.outputs(observation)
+        value = self.denormalize_value(value)
         if self.discrete:
             log_probs = torch.log_softmax(out, -1)
             if deterministic:

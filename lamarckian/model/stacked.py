@@ -1,0 +1,117 @@
+"""P policies of one architecture held as stacked weights and run in ONE batched forward (torch.func vmap).
+
+Used to evaluate populations (tournaments, opponent pools): the cost of one forward over P policies is close
+to that of a single policy on a P-times larger batch, instead of P Python-level forwards.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call, stack_module_state
+
+from .blob import load_blob
+from .network import ActorCritic
+
+
+class _Outputs(nn.Module):
+    def __init__(self, model: ActorCritic) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out, value = self.model.outputs(observation)
+        return out, self.model.denormalize_value(value)
+
+
+class StackedPolicies:
+    """Stacked copies of ``template`` loaded with ``blobs`` (one flat blob per policy).
+
+    Shapes: ``P`` policies, ``B`` observations per policy, ``A`` action outputs.
+    """
+
+    def __init__(self, template: ActorCritic, blobs: Sequence[np.ndarray]) -> None:
+        if not blobs:
+            raise ValueError("StackedPolicies needs at least one policy")
+        members = []
+        for blob in blobs:
+            member = _Outputs(copy.deepcopy(template))
+            load_blob(member.model, blob)
+            members.append(member)
+        self.template = template
+        self.count = len(members)
+        self.parameters, self.buffers = stack_module_state(members)
+        self.base = copy.deepcopy(members[0]).to("meta")
+
+    def _one(self, parameters: dict, buffers: dict, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return functional_call(self.base, (parameters, buffers), (observation,))
+
+    @torch.no_grad()
+    def outputs(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(P, B, ...)`` observations → policy outputs ``(P, B, A)`` and values ``(P, B)`` in reward units.
+
+        MLP policies run as batched matrix products (``baddbmm``) over the stacked weights; other
+        architectures (CNN encoders) through ``torch.vmap`` of ``functional_call``.
+        """
+        if observations.shape[0] != self.count:
+            raise ValueError(f"expected observations for {self.count} policies, got {observations.shape[0]}")
+        if self.template.batcher.image:
+            return torch.vmap(self._one)(self.parameters, self.buffers, observations)
+        return self._mlp(observations)
+
+    def _linear(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        weight, bias = self.parameters[f"{name}.weight"], self.parameters[f"{name}.bias"]
+        return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+
+    def _encode(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        for index, layer in enumerate(getattr(self.template, name)):
+            x = self._linear(f"model.{name}.{index}", x) if isinstance(layer, nn.Linear) else layer(x)
+        return x
+
+    def _mlp(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        model, buffers = self.template, self.buffers
+        x = observations.float()
+        if model.settings.normalize_observation:
+            normalizer = model.observation_normalizer
+            mean = buffers["model.observation_normalizer.mean"].unsqueeze(1)
+            var = buffers["model.observation_normalizer.var"].unsqueeze(1)
+            x = ((x - mean) / torch.sqrt(var + normalizer.epsilon)).clamp(-normalizer.clip, normalizer.clip)
+        features = self._encode("actor_encoder", x)
+        critic = features if model.settings.shared else self._encode("critic_encoder", x)
+        out = self._linear("model.policy_head", features)
+        value = self._linear("model.value_head", critic).squeeze(-1)
+        if model.settings.normalize_value:
+            mean = buffers["model.value_normalizer.mean"].unsqueeze(1)
+            var = buffers["model.value_normalizer.var"].unsqueeze(1)
+            value = value * torch.sqrt(var + model.value_normalizer.epsilon) + mean
+        return out, value
+
+    @torch.no_grad()
+    def act(self, observations: torch.Tensor, policy: torch.Tensor, deterministic: bool = True,
+            generator: torch.Generator | None = None) -> torch.Tensor:
+        """Actions ``(N,)`` (or ``(N, A)``) for ``N`` observations, observation ``n`` acted on by policy ``policy[n]``.
+
+        Observations are grouped by policy into a padded ``(P, B_max, ...)`` block: one forward in all.
+        """
+        policy = policy.long()
+        counts = torch.bincount(policy, minlength=self.count)
+        width = int(counts.max())
+        order = torch.argsort(policy, stable=True)
+        starts = torch.cumsum(counts, 0) - counts
+        slot = torch.empty_like(policy)
+        slot[order] = torch.arange(len(policy)) - starts[policy[order]]
+        block = observations.new_zeros((self.count, width, *observations.shape[1:]))
+        block[policy, slot] = observations
+        out = self.outputs(block)[0][policy, slot]
+        if self.template.discrete:
+            if deterministic:
+                return out.argmax(-1)
+            return torch.multinomial(torch.softmax(out, -1), 1, generator=generator).squeeze(-1)
+        if deterministic:
+            return out
+        std = self.parameters["model.log_std"][policy].exp()
+        return out + std * torch.randn(out.shape, generator=generator)

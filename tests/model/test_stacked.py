@@ -1,0 +1,57 @@
+"""Stacked policies give what P separate forwards give."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import torch
+
+from lamarckian.model import ActorCritic, ModelSettings, to_blob
+from lamarckian.model.stacked import StackedPolicies
+
+
+def population(count: int, action_space: gymnasium.Space) -> list[ActorCritic]:
+    space = gymnasium.spaces.Box(-1, 1, (6,), np.float32)
+    models = []
+    for seed in range(count):
+        torch.manual_seed(seed)
+        model = ActorCritic(space, action_space, ModelSettings(hidden=(32, 32)))
+        model.observation_normalizer.update(torch.randn(50, 6) * (seed + 1))
+        model.value_normalizer.update(torch.randn(50) * 5 + seed)
+        models.append(model)
+    return models
+
+
+def test_outputs_equal_separate_forwards():
+    models = population(7, gymnasium.spaces.Discrete(3))
+    stacked = StackedPolicies(models[0], [to_blob(m) for m in models])
+    observations = torch.randn(7, 11, 6)
+    out, values = stacked.outputs(observations)
+    for index, model in enumerate(models):
+        expected_out, expected_value = model.outputs(observations[index])
+        assert torch.allclose(out[index], expected_out, atol=1e-5)
+        assert torch.allclose(values[index], model.denormalize_value(expected_value), atol=1e-5)
+
+
+def test_indexed_actions_match_each_policy():
+    models = population(5, gymnasium.spaces.Box(-1, 1, (2,), np.float32))
+    stacked = StackedPolicies(models[0], [to_blob(m) for m in models])
+    observations = torch.randn(40, 6)
+    policy = torch.randint(0, 5, (40,), generator=torch.Generator().manual_seed(0))
+    actions = stacked.act(observations, policy)
+    for n in range(40):
+        expected = models[int(policy[n])].outputs(observations[n:n + 1])[0][0]
+        assert torch.allclose(actions[n], expected, atol=1e-5)
+
+
+def test_cnn_policies_go_through_vmap():
+    image = gymnasium.spaces.Box(0, 255, (36, 36, 3), np.uint8)
+    models = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        models.append(ActorCritic(image, gymnasium.spaces.Discrete(4), ModelSettings(hidden=(16,))))
+    stacked = StackedPolicies(models[0], [to_blob(m) for m in models])
+    frames = torch.randint(0, 256, (3, 2, 3, 36, 36), dtype=torch.uint8)
+    out, _ = stacked.outputs(frames)
+    for index, model in enumerate(models):
+        assert torch.allclose(out[index], model.outputs(frames[index])[0], atol=1e-5)

@@ -1,0 +1,54 @@
+"""Ratings against values computed by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lamarckian.rating import Elo, SkillRating, fit_elo, ranks_from_scores
+
+
+def test_elo_by_hand():
+    elo = Elo(k=32, scale=400, initial=1200)
+    # 1400 vs 1200: expected = 1 / (1 + 10^(-200/400)) = 1 / (1 + 0.316228) = 0.759747
+    assert elo.expected(1400, 1200) == pytest.approx(0.759747, abs=1e-6)
+    # the underdog wins: change = 32 * (1 - 0.240253) = 24.3119
+    assert elo.update(1200, 1400, 1.0) == pytest.approx((1224.3119, 1375.6881), abs=1e-4)
+    assert elo.update(1500, 1500, 0.5) == (1500, 1500)
+    with pytest.raises(ValueError):
+        elo.update(1, 2, 1.5)
+
+
+def test_multiplayer_elo_by_hand():
+    elo = Elo(k=32)
+    # three equal players, ranks 1, 2, 3: K per pair = 16; first: 16*(1-.5)*2 = +16, second: 16*(0-.5)+16*(1-.5) = 0
+    assert elo.update_ranks([1200, 1200, 1200], [1, 2, 3]) == pytest.approx([1216, 1200, 1184])
+    # a tie between the last two averages: 16*(.5-.5) + 16*(0-.5) = -8 each
+    assert elo.update_ranks([1200, 1200, 1200], [1, 2.5, 2.5]) == pytest.approx([1216, 1192, 1192])
+    # two players: the same as classic Elo
+    assert elo.update_ranks([1200, 1400], [1, 2]) == pytest.approx(list(elo.update(1200, 1400, 1.0)))
+
+
+def test_ranks_from_scores_average_ties():
+    assert ranks_from_scores([10, 30, 20]) == [3, 1, 2]
+    assert ranks_from_scores([5, 7, 7, 1]) == [3, 1.5, 1.5, 4]
+
+
+def test_bradley_terry_fit_by_hand():
+    # A beats B 3 of 4 games: strengths 3:1 exactly (no prior) → difference 400*log10(3) = 190.85
+    scores = np.array([[0, 3], [1, 0]])
+    games = np.array([[0, 4], [4, 0]])
+    ratings = fit_elo(scores, games, prior_games=0.0)
+    assert ratings[0] - ratings[1] == pytest.approx(400 * np.log10(3), abs=1e-6)
+    assert ratings.mean() == pytest.approx(1200)
+    # a transitive chain keeps its order, and an unbeaten player stays finite thanks to the prior
+    chain = fit_elo(np.array([[0, 10, 10], [0, 0, 10], [0, 0, 0]]), np.full((3, 3), 10) - 10 * np.eye(3))
+    assert chain[0] > chain[1] > chain[2] and np.all(np.isfinite(chain))
+
+
+def test_skill_rating_orders_players():
+    skill = SkillRating()
+    for _ in range(20):
+        skill.rate(["a", "b", "c"], [1, 2, 3])
+    assert skill.rating("a")[0] > skill.rating("b")[0] > skill.rating("c")[0]
+    assert skill.rating("a")[1] < 25 / 3  # uncertainty shrinks with games
