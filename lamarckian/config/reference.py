@@ -1,6 +1,7 @@
 """The key reference of ``lamarckian.yml`` as a Markdown table (for the README).
 
-    python -m lamarckian.config.reference
+    python -m lamarckian.config.reference              # print it
+    python -m lamarckian.config.reference README.md    # replace the table in README.md
 """
 
 from __future__ import annotations
@@ -48,5 +49,18 @@ def markdown(path: Path = DEFAULTS) -> str:
     return "\n".join(lines)
 
 
+def update_readme(path: Path) -> None:
+    """Replace the key table (from its header row to the next blank line) in ``path``."""
+    text = path.read_text()
+    start = text.index("| key | default | meaning |")
+    end = text.index("\n\n", start)
+    path.write_text(text[:start] + markdown() + text[end:])
+
+
 if __name__ == "__main__":
-    print(markdown())
+    import sys
+
+    if len(sys.argv) > 1:
+        update_readme(Path(sys.argv[1]))
+    else:
+        print(markdown())

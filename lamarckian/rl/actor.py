@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import copy
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -12,10 +11,11 @@ import torch
 from .. import rpc
 from ..mdp import MDP, Controller, create_mdp, wrap_controller
 from ..model import ActorCritic, ModelSettings, load_blob
-from .inference import BatchedInference, Policy
+from ..model.stacked import StackedPolicies
+from .inference import BatchedInference, Policy, PopulationPolicy, Server
 from .segment import Lane, stack_lanes
 
-LEARNER, OPPONENT = "learner", "opponent"
+LEARNER, OPPONENTS = "learner", "opponents"
 RULE, SELF = "rule", "self"
 
 
@@ -36,17 +36,20 @@ def actor_seed(seed: int, index: int, slot: int) -> int:
 class Actor:
     """Runs ``sample.envs`` environments and streams segments of ``sample.truncation`` steps per lane.
 
+    In games, every seat other than the learner's is played by a snapshot of the opponent pool drawn per
+    episode and seat from the pool's distribution (or, with probability ``rl.opponent.rule``, by the MDP's
+    rule); all snapshots act in ONE stacked forward per round.
+
     Args:
         config: the resolved run configuration.
         index: this actor's number (seeds differ per actor).
         blob: initial learner weights (None keeps the network's initialization).
         version: the weights' version number.
-        opponents: frozen opponent weights ``{opponent slot: blob}`` (see :meth:`set_opponents`); a slot without
-            weights plays a copy of the initial learner.
+        pool: ``(probabilities {id: p}, blobs {id: blob})`` of the opponent pool (see :meth:`set_pool`).
     """
 
     def __init__(self, config: Mapping[str, Any], index: int, blob: np.ndarray | None = None,
-                 version: int = 0, opponents: Mapping[int, np.ndarray] | None = None) -> None:
+                 version: int = 0, pool: tuple[Mapping[int, float], Mapping[int, np.ndarray]] | None = None) -> None:
         torch.set_num_threads(1)
         torch.manual_seed(actor_seed(config["seed"], index, 0))
         self.mdp_config = config["mdp"]
@@ -64,8 +67,13 @@ class Actor:
         self.version = version
         self.generator = torch.Generator().manual_seed(actor_seed(config["seed"], index, 2**20))
         self.policy = Policy(self.model, generator=self.generator)
-        self.opponents: dict[int, Policy] = {}
-        self.set_opponents(opponents or {})
+        self.pool_blobs: dict[int, np.ndarray] = {}
+        self.pool_ids: list[int] = []
+        self.pool_probabilities = np.zeros(0)
+        self.pool_policy: PopulationPolicy | None = None
+        self.population: StackedPolicies | None = None
+        if pool is not None:
+            self.set_pool(*pool)
         self.lanes = [Lane() for _ in range(self.envs)]
         self.results: list[dict[str, Any]] = []
         self.steps = 0
@@ -84,23 +92,22 @@ class Actor:
         self.version = int(version)
         return self.version
 
-    def set_opponents(self, opponents: Mapping[int, np.ndarray]) -> None:
-        """Frozen opponent weights ``{opponent slot: blob}``. In an episode the seats other than the learner's
-        get slots 1, 2, ... in seat order (in a 2-player game the opponent is slot 1); a slot never given
-        weights plays as slot 1 (or, before any weights, as a copy of the initial learner)."""
-        for slot, blob in opponents.items():
-            slot = int(slot)
-            if slot < 1:
-                raise ValueError(f"opponent slots start at 1, got {slot}")
-            if slot not in self.opponents:
-                self.opponents[slot] = Policy(copy.deepcopy(self.model), generator=self.generator)
-            load_blob(self.opponents[slot].model, blob)
-
-    def _opponent(self, slot: int, deterministic: bool = False) -> Policy:
-        policy = self.opponents.get(slot) or self.opponents.get(1)
-        if policy is None:
-            policy = self.opponents[1] = Policy(copy.deepcopy(self.model), generator=self.generator)
-        return Policy(policy.model, deterministic, policy.generator) if deterministic else policy
+    def set_pool(self, probabilities: Mapping[int, float], blobs: Mapping[int, np.ndarray] | None = None) -> None:
+        """The opponent pool: new snapshots' ``blobs`` and every member's sampling probability; members absent
+        from ``probabilities`` leave. Episodes already running keep their opponents' weights."""
+        for snapshot_id, blob in (blobs or {}).items():
+            self.pool_blobs[int(snapshot_id)] = np.asarray(blob, np.float32)
+        ids = [int(i) for i in probabilities]
+        missing = [i for i in ids if i not in self.pool_blobs]
+        if missing:
+            raise ValueError(f"pool snapshots {missing} have probabilities but no weights")
+        if ids != self.pool_ids:
+            self.pool_blobs = {i: self.pool_blobs[i] for i in ids}
+            self.pool_ids = ids
+            if ids:
+                stacked = StackedPolicies(self.model, [self.pool_blobs[i] for i in ids])
+                self.pool_policy = PopulationPolicy(stacked, generator=self.generator)
+        self.pool_probabilities = np.array([float(probabilities[i]) for i in probabilities])
 
     # ---- sampling ------------------------------------------------------------------------------------------
     def sample(self) -> dict[str, Any]:
@@ -131,28 +138,31 @@ class Actor:
                 lane.ready(self.truncation) for lane in self.lanes):
             self.ready.set_result(None)
 
-    def _pick_seats(self, mdp: MDP) -> tuple[int, list[int], str | None]:
-        """(learner seat, opponent seats played by the frozen model, opponent kind) for a new episode."""
+    def _pick_opponents(self) -> tuple[int, list[tuple[int, int]], Any]:
+        """(learner seat, [(opponent seat, pool index)], label) for a new episode; label is ``"rule"``, the
+        snapshot id (one opponent) or the list of ids (several), or None in a one-player MDP."""
         if self.seats == 1:
             return 0, [], None
         learner = int(self.random.integers(self.seats)) if self.swap else 0
         others = [seat for seat in range(self.seats) if seat != learner]
-        if self.rule_probability > 0 and self.random.random() < self.rule_probability:
+        if not self.pool_ids or (self.rule_probability > 0 and self.random.random() < self.rule_probability):
             return learner, [], RULE
-        return learner, others, SELF
+        picks = self.random.choice(len(self.pool_ids), size=len(others), p=self.pool_probabilities)
+        ids = [self.pool_ids[int(p)] for p in picks]
+        return learner, [(seat, int(p)) for seat, p in zip(others, picks)], ids[0] if len(ids) == 1 else ids
 
     async def _run_slot(self, slot: int) -> None:
         mdp, lane = self.mdps[slot], self.lanes[slot]
         while True:
-            learner, opponents, kind = self._pick_seats(mdp)
-            episode = mdp.reset(learner, *opponents)
+            learner, opponents, label = self._pick_opponents()
+            episode = mdp.reset(learner, *(seat for seat, _ in opponents))
             controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
             players = [self._learn(controllers[0], lane)]
-            players += [self._play(c, (OPPONENT, slot), self._opponent(slot))
-                        for slot, c in enumerate(controllers[1:], start=1)]
+            players += [self._play(c, OPPONENTS, self.pool_policy, self.model, index)
+                        for c, (_, index) in zip(controllers[1:], opponents)]
             await asyncio.gather(*players, *episode.ticks)
             result = controllers[0].get_result()
-            result["opponent"] = kind
+            result["opponent"] = label
             self.results.append(result)
 
     async def _learn(self, controller: Controller, lane: Lane) -> None:
@@ -174,56 +184,83 @@ class Actor:
         finally:
             self.inference.unregister()
 
-    async def _play(self, controller: Controller, key: Any, policy: Policy,
+    async def _play(self, controller: Controller, key: Any, server: Server, model: ActorCritic, tag: int = 0,
                     inference: BatchedInference | None = None) -> None:
         inference = inference or self.inference
-        model = policy.model
         inference.register()
         try:
             while not controller.done:
-                action = (await inference.act(key, policy, model.batcher.convert(controller.get_state())))[0]
+                observation = model.batcher.convert(controller.get_state())
+                action = (await inference.act(key, server, observation, tag))[0]
                 await controller(model.env_action(action))
         finally:
             inference.unregister()
 
     # ---- evaluation ----------------------------------------------------------------------------------------
-    def evaluate(self, episodes: int, opponent: str = RULE) -> list[dict[str, Any]]:
-        """Play ``episodes`` episodes with the deterministic policy against ``opponent`` (``rule`` or ``self``);
-        the episodes' results. Runs on its own event loop: sampling is paused meanwhile."""
-        if opponent not in (RULE, SELF):
-            raise ValueError(f"evaluator.opponent={opponent!r}: expected {RULE!r} or {SELF!r}")
-        while len(self.eval_mdps) < min(episodes, self.envs):
+    def _run_episodes(self, jobs: Sequence[tuple[list[int], Sequence[tuple[Server, int]]]]) -> list[list[dict]]:
+        """Play one episode per job ``(seats, [(server, tag) per seat])`` on the evaluation environments, as
+        many at once as there are environments; each job's per-seat results. Uses its own event loop, so
+        sampling is paused meanwhile."""
+        while len(self.eval_mdps) < min(len(jobs), self.envs):
             self.eval_mdps.append(create_mdp(self.mdp_config, seed=self.eval_seed + len(self.eval_mdps)))
+        inference = BatchedInference()
+        queue = list(enumerate(jobs))
+        results: list[list[dict]] = [[] for _ in jobs]
+
+        async def run(mdp: MDP) -> None:
+            while queue:
+                number, (seats, players) = queue.pop(0)
+                episode = mdp.reset(*seats)
+                controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
+                await asyncio.gather(*(self._play(c, id(server), server, self.model, tag, inference)
+                                       for c, (server, tag) in zip(controllers, players)), *episode.ticks)
+                results[number] = [c.get_result() for c in controllers]
+
+        async def run_all() -> None:
+            await asyncio.gather(*(run(mdp) for mdp in self.eval_mdps))
+
         loop = asyncio.new_event_loop()
         try:
-            return loop.run_until_complete(self._evaluate(episodes, opponent))
+            loop.run_until_complete(run_all())
         finally:
             loop.close()
-
-    async def _evaluate(self, episodes: int, opponent: str) -> list[dict[str, Any]]:
-        inference = BatchedInference()
-        learner = Policy(self.model, deterministic=True)
-        remaining = [episodes]
-        results: list[dict[str, Any]] = []
-
-        async def run(mdp: MDP, first_seat: int) -> None:
-            seat = first_seat
-            while remaining[0] > 0:
-                remaining[0] -= 1
-                others = [s for s in range(self.seats) if s != seat] if opponent == SELF else []
-                episode = mdp.reset(seat, *others)
-                controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
-                await asyncio.gather(self._play(controllers[0], LEARNER, learner, inference),
-                                     *(self._play(c, (OPPONENT, slot), self._opponent(slot, True), inference)
-                                       for slot, c in enumerate(controllers[1:], start=1)),
-                                     *episode.ticks)
-                result = controllers[0].get_result()
-                result["opponent"] = opponent if self.seats > 1 else None
-                results.append(result)
-                seat = (seat + 1) % self.seats  # alternate sides
-
-        await asyncio.gather(*(run(mdp, slot % self.seats) for slot, mdp in enumerate(self.eval_mdps)))
         return results
+
+    def evaluate(self, episodes: int, opponent: str = RULE) -> list[dict[str, Any]]:
+        """Play ``episodes`` episodes with the deterministic policy against ``opponent`` (``rule``, or ``self``:
+        the newest pool snapshot), alternating seats; the learner's results."""
+        if opponent not in (RULE, SELF):
+            raise ValueError(f"evaluator.opponent={opponent!r}: expected {RULE!r} or {SELF!r}")
+        learner = Policy(self.model, deterministic=True)
+        newest: Server | None = None
+        if opponent == SELF and self.seats > 1:
+            if not self.pool_ids:
+                raise ValueError("evaluator.opponent=self needs an opponent pool")
+            newest = PopulationPolicy(StackedPolicies(self.model, [self.pool_blobs[self.pool_ids[-1]]]),
+                                      deterministic=True)
+        jobs = []
+        for number in range(episodes):
+            seat = number % self.seats
+            others = [s for s in range(self.seats) if s != seat] if newest is not None else []
+            jobs.append(([seat, *others], [(learner, 0)] + [(newest, 0)] * len(others)))
+        results = [per_seat[0] for per_seat in self._run_episodes(jobs)]
+        for result in results:
+            result["opponent"] = opponent if self.seats > 1 else None
+        return results
+
+    def set_population(self, blobs: Sequence[np.ndarray]) -> int:
+        """Policies for :meth:`play_matches` (one architecture, stacked for one batched forward)."""
+        self.population = StackedPolicies(self.model, list(blobs))
+        return self.population.count
+
+    def play_matches(self, matches: Sequence[Sequence[int]]) -> list[list[dict[str, Any]]]:
+        """Play one game per match: ``match[seat]`` is the population index playing that seat (deterministic);
+        every seat of every running game acts in one stacked forward. The per-seat results of each match."""
+        if self.population is None:
+            raise RuntimeError("call set_population first")
+        server = PopulationPolicy(self.population, deterministic=True)
+        jobs = [(list(range(len(match))), [(server, int(index)) for index in match]) for match in matches]
+        return self._run_episodes(jobs)
 
     def statistics(self) -> dict[str, float]:
         """Inference batching: forwards served and the mean batch size."""

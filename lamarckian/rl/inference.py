@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Hashable
+from typing import Any, Hashable, Protocol, Sequence
 
 import numpy as np
 import torch
 
 from ..model import ActorCritic
+from ..model.stacked import StackedPolicies
 
 IDLE_YIELDS = 3  # loop turns without a new request before a partial batch is served
+
+Answer = tuple[Any, float, float]  # (action, log-probability, value)
+
+
+class Server(Protocol):
+    def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:
+        """Answers for ``(observation, tag)`` items, in order, from one forward."""
 
 
 class Policy:
@@ -20,9 +28,28 @@ class Policy:
                  ) -> None:
         self.model, self.deterministic, self.generator = model, deterministic, generator
 
+    def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:
+        batch = torch.from_numpy(np.stack([observation for observation, _ in items]))
+        actions, log_probs, values = self.model.act(batch, self.deterministic, self.generator)
+        return list(zip(actions.numpy(), log_probs.tolist(), values.tolist()))
+
+
+class PopulationPolicy:
+    """Many frozen policies in one forward: an item's tag is the index of the policy that acts on it."""
+
+    def __init__(self, stacked: StackedPolicies, deterministic: bool = False,
+                 generator: torch.Generator | None = None) -> None:
+        self.stacked, self.deterministic, self.generator = stacked, deterministic, generator
+
+    def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:
+        observations = torch.from_numpy(np.stack([observation for observation, _ in items]))
+        tags = torch.tensor([tag for _, tag in items])
+        actions = self.stacked.act(observations, tags, self.deterministic, self.generator).numpy()
+        return [(action, 0.0, 0.0) for action in actions]
+
 
 class BatchedInference:
-    """Collects ``act`` requests and answers them with one forward pass per policy.
+    """Collects ``act`` requests and answers them with one forward pass per server (policy).
 
     Players ``register`` while they play. A batch is served as soon as every registered player waits;
     otherwise (some player is blocked on something else) after the event loop has been idle for a few turns,
@@ -30,7 +57,7 @@ class BatchedInference:
     """
 
     def __init__(self) -> None:
-        self.pending: dict[Hashable, tuple[Policy, list[np.ndarray], list[asyncio.Future]]] = {}
+        self.pending: dict[Hashable, tuple[Server, list[tuple[np.ndarray, int]], list[asyncio.Future]]] = {}
         self.players = 0
         self.waiting = 0
         self.forwards = 0
@@ -52,14 +79,13 @@ class BatchedInference:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self.flush)
 
-    async def act(self, key: Hashable, policy: Policy, observation: np.ndarray
-                  ) -> tuple[np.ndarray, float, float]:
+    async def act(self, key: Hashable, server: Server, observation: np.ndarray, tag: int = 0) -> Answer:
         """(action, log-probability, value) for one observation (as converted by the model's batcher)."""
         future = asyncio.get_running_loop().create_future()
         entry = self.pending.get(key)
         if entry is None:
-            entry = self.pending[key] = (policy, [], [])
-        entry[1].append(observation)
+            entry = self.pending[key] = (server, [], [])
+        entry[1].append((observation, tag))
         entry[2].append(future)
         self.waiting += 1
         if self.waiting >= self.players:
@@ -83,15 +109,13 @@ class BatchedInference:
             self._watchdog = None
 
     def flush(self) -> None:
-        """Serve every waiting request now (one forward per policy)."""
+        """Serve every waiting request now (one forward per server)."""
         self._flush_scheduled = False
         pending, self.pending, self.waiting = self.pending, {}, 0
-        for policy, observations, futures in pending.values():
-            batch = torch.from_numpy(np.stack(observations))
-            actions, log_probs, values = policy.model.act(batch, policy.deterministic, policy.generator)
-            actions, log_probs, values = actions.numpy(), log_probs.numpy(), values.numpy()
+        for server, items, futures in pending.values():
+            answers = server.serve(items)
             self.forwards += 1
             self.requests += len(futures)
-            for index, future in enumerate(futures):
+            for future, answer in zip(futures, answers):
                 if not future.done():
-                    future.set_result((actions[index], float(log_probs[index]), float(values[index])))
+                    future.set_result(answer)

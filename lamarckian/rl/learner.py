@@ -6,6 +6,7 @@ of the new weight blob (fire-and-check: the learner does not wait) → evaluatio
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
@@ -21,6 +22,7 @@ from ..model import to_blob
 from ..record import Checkpoints, CsvLog, Progress, Scalars, format_number
 from .actor import Actor, build_model
 from .evaluator import Evaluator, summarize
+from .pool import OpponentPool, PoolSettings
 from .ppo import PPO, PPOSettings
 
 log = logging.getLogger(__name__)
@@ -44,11 +46,10 @@ class Learner:
         probe.close()
         self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
         self.batch_steps = int(config["train"]["batch"])
-        self.opponent_update = int(config["rl"]["opponent"]["update"])
         self.evaluator = Evaluator(config["evaluator"])
         self.version = self.iteration = self.cost = 0
         self.elapsed = 0.0
-        self.opponent_blob = to_blob(self.model)
+        self.pool = self._initial_pool(config["rl"]["opponent"]["pool"]) if self.seats > 1 else None
         self.training: dict[str, float] = {}
         self.dropped = self.replaced = 0
         self.run = run
@@ -68,7 +69,7 @@ class Learner:
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to resume: weights (normalizers included), optimizer, counters, config."""
         return {"model": self.model.state_dict(), "optimizer": self.ppo.optimizer.state_dict(), "lr": self.ppo.lr,
-                "opponent": torch.from_numpy(self.opponent_blob.copy()), "version": self.version,
+                "pool": self.pool.state_dict() if self.pool is not None else None, "version": self.version,
                 "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed,
                 "evaluation": dict(self.evaluator.latest), "config": _plain(self.config)}
 
@@ -76,7 +77,8 @@ class Learner:
         self.model.load_state_dict(state["model"])
         self.ppo.optimizer.load_state_dict(state["optimizer"])
         self.ppo._set_lr(float(state["lr"]))
-        self.opponent_blob = state["opponent"].numpy().copy()
+        if self.pool is not None and state.get("pool") is not None:
+            self.pool.load_state_dict(state["pool"])
         self.version, self.iteration, self.cost = int(state["version"]), int(state["iteration"]), int(state["cost"])
         self.elapsed = float(state["elapsed"])
         self.evaluator.latest = {k: float(v) for k, v in state["evaluation"].items()}
@@ -97,7 +99,10 @@ class Learner:
     def _spawn(self) -> Any:
         """A new actor from the current weights: a Ray actor, or (``ray.local_mode``) an object in this process
         whose RPC server runs on a thread (debuggable with breakpoints)."""
-        arguments = (dict(self.config), self.spawned, to_blob(self.model), self.version, {1: self.opponent_blob})
+        pool = None
+        if self.pool is not None:
+            pool = (self.pool.probabilities(), {i: s.blob for i, s in self.pool.snapshots.items()})
+        arguments = (dict(self.config), self.spawned, to_blob(self.model), self.version, pool)
         self.spawned += 1
         if self.local:
             return Actor(*arguments)
@@ -181,12 +186,11 @@ class Learner:
         self.cost += steps
         blob = to_blob(self.model)
         self._call_all(lambda: self.everyone.broadcast("set_weights", self.version, blob))
-        if self.seats > 1 and self.iteration % self.opponent_update == 0:
-            self.opponent_blob = blob
-            self._call_all(lambda: self.everyone.broadcast("set_opponents", {1: blob}))
+        if self.pool is not None:
+            self._update_pool(results, blob)
         training = summarize(results)
-        for kind in ("rule", "self"):
-            against = [r for r in results if r.get("opponent") == kind]
+        for kind, against in (("rule", [r for r in results if r.get("opponent") == "rule"]),
+                              ("pool", [r for r in results if isinstance(r.get("opponent"), (int, list))])):
             if against:
                 training[f"win_{kind}"] = summarize(against)["win"]
         if results:
@@ -195,8 +199,36 @@ class Learner:
                       "fps/learning": stats.get("samples", 0.0) / max(1e-9, updated - collected),
                       "fps/overall": steps / max(1e-9, updated - started), "dropped": float(self.dropped),
                       "replaced": float(self.replaced)})
-        self.scalars.write(self.cost, {**{f"train/{k}": v for k, v in self.training.items()}, **stats})
+        pool_scalars = self.pool.statistics() if self.pool is not None else {}
+        self.scalars.write(self.cost, {**{f"train/{k}": v for k, v in self.training.items()}, **stats, **pool_scalars})
         return stats
+
+    # ---- self-play -----------------------------------------------------------------------------------------
+    def _initial_pool(self, settings: Mapping[str, Any]) -> OpponentPool:
+        """The pool with its first opponent: the initial policy, or the weights of ``pool.initial`` (a checkpoint)."""
+        pool = OpponentPool(PoolSettings.from_mapping(settings))
+        blob = to_blob(self.model)
+        if settings.get("initial"):
+            state = torch.load(Path(settings["initial"]).expanduser(), map_location="cpu", weights_only=True)
+            opponent = copy.deepcopy(self.model)
+            opponent.load_state_dict(state["model"])
+            blob = to_blob(opponent)
+        pool.add(blob, iteration=0)
+        return pool
+
+    def _update_pool(self, results: list[dict[str, Any]], blob: np.ndarray) -> None:
+        """Record the games against snapshots, freeze the learner when the add rule holds, send the pool."""
+        for result in results:
+            opponents = result.get("opponent")
+            for opponent in opponents if isinstance(opponents, list) else [opponents]:
+                if isinstance(opponent, int) and result.get("win") is not None:
+                    self.pool.record(opponent, float(result["win"]))
+        added = {}
+        if self.pool.should_add(self.iteration):
+            snapshot = self.pool.add(blob, self.iteration)
+            added[snapshot.id] = snapshot.blob
+        probabilities = self.pool.probabilities()
+        self._call_all(lambda: self.everyone.broadcast("set_pool", probabilities, added))
 
     def train(self) -> dict[str, float]:
         """Run until ``evaluator.terminate`` holds; the last evaluation's summary."""

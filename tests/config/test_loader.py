@@ -115,7 +115,7 @@ def test_readme_lists_every_key():
     from lamarckian.config.reference import entries, markdown
 
     readme = (DEFAULTS.parent / "README.md").read_text()
-    assert markdown() in readme, "README's key table is stale: paste `python -m lamarckian.config.reference`"
+    assert markdown() in readme, "README's key table is stale: run `python -m lamarckian.config.reference README.md`"
     assert len(entries()) > 80
 
 

@@ -64,15 +64,37 @@ def test_seeds_make_actors_reproducible_and_distinct():
     assert not np.array_equal(a["observations"], c["observations"])
 
 
-def test_pong_self_play_and_rule_opponents():
-    config = load([], ["sample.envs=8", "sample.truncation=16", "rl.opponent.rule=0.5"])
-    actor = Actor(config, 0)
+def test_pong_pool_and_rule_opponents():
+    config = load([], ["sample.envs=8", "sample.truncation=16", "rl.opponent.rule=0.3"])
+    snapshots = {7: to_blob(Actor(config, 5).model), 9: to_blob(Actor(config, 6).model)}
+    actor = Actor(config, 0, pool=({7: 0.5, 9: 0.5}, snapshots))
     results = []
-    while len({r["opponent"] for r in results}) < 2:
+    for _ in range(200):
         results += actor.sample()["results"]
-    assert {r["opponent"] for r in results} == {"rule", "self"}
+        if len({r["opponent"] for r in results}) == 3:
+            break
+    assert {r["opponent"] for r in results} == {"rule", 7, 9}
+    assert actor.statistics()["batch"] > 4  # the learner (8 envs) and all pool opponents each in one forward
+    actor.set_pool({9: 1.0})  # 7 leaves
+    assert actor.pool_ids == [9] and list(actor.pool_blobs) == [9]
+    with pytest.raises(ValueError, match="no weights"):
+        actor.set_pool({11: 1.0})
     evaluation = actor.evaluate(6, "rule")
     assert len(evaluation) == 6 and all(r["opponent"] == "rule" and r["win"] in (0.0, 0.5, 1.0) for r in evaluation)
+    assert len(actor.evaluate(4, "self")) == 4
+
+
+def test_play_matches_vectorized():
+    config = load([], ["sample.envs=4", "mdp.pong.score=1"])
+    actor = Actor(config, 0)
+    population = [to_blob(Actor(config, seed).model) for seed in range(3)]
+    assert actor.set_population(population) == 3
+    results = actor.play_matches([[0, 1], [1, 2], [2, 0], [0, 0], [1, 1]])
+    assert len(results) == 5 and all(len(seats) == 2 for seats in results)
+    for seats in results:
+        assert seats[0]["win"] + seats[1]["win"] == 1.0  # zero-sum
+    mirror = results[3]
+    assert mirror[0]["fitness"] == -mirror[1]["fitness"]
 
 
 def test_environment_failure_surfaces_from_sample():

@@ -1,0 +1,170 @@
+"""Self-play opponent pools: frozen snapshots of the learner, per-opponent statistics, and choosers
+(uniform, latest-heavy, prioritized fictitious self-play)."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from ..config import Expression
+
+CHOOSERS = ("uniform", "latest", "pfsp")
+WEIGHTINGS = ("linear", "squared", "variance")
+
+
+@dataclasses.dataclass
+class Snapshot:
+    """A frozen copy of the learner and the learner's record against it.
+
+    ``decayed_score`` / ``decayed_games`` are the learner's score (win 1, draw 0.5) and game count, each
+    multiplied by ``decay`` per new game against this opponent: recent games count most.
+    """
+
+    id: int
+    iteration: int
+    blob: np.ndarray
+    games: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    decayed_score: float = 0.0
+    decayed_games: float = 0.0
+
+    def win_rate(self) -> float:
+        """The learner's decayed win rate against this opponent (draws half); 0.5 before any game."""
+        return 0.5 if self.decayed_games <= 0 else self.decayed_score / self.decayed_games
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolSettings:
+    """The ``rl.opponent.pool`` keys (see lamarckian.yml)."""
+
+    capacity: int = 20
+    add: str = "self.win_rate > 0.7 or self.iterations_since_add >= 50"
+    games_to_check: int = 50
+    chooser: str = "pfsp"
+    weighting: str = "squared"
+    decay: float = 0.99
+    latest_share: float = 0.8
+
+    def __post_init__(self) -> None:
+        if self.chooser not in CHOOSERS:
+            raise ValueError(f"rl.opponent.pool.chooser={self.chooser!r}: expected one of {CHOOSERS}")
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"rl.opponent.pool.weighting={self.weighting!r}: expected one of {WEIGHTINGS}")
+        if self.capacity < 1 or not 0 < self.decay <= 1 or not 0 <= self.latest_share <= 1:
+            raise ValueError("rl.opponent.pool: capacity >= 1, 0 < decay <= 1, 0 <= latest_share <= 1")
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any]) -> "PoolSettings":
+        return cls(**{k: v for k, v in mapping.items() if k != "initial"})
+
+
+def pfsp_weight(win_rate: float, weighting: str) -> float:
+    """Prioritized fictitious self-play weight of an opponent the learner beats with probability ``win_rate``."""
+    if weighting == "linear":
+        return 1.0 - win_rate
+    if weighting == "squared":
+        return (1.0 - win_rate) ** 2
+    return win_rate * (1.0 - win_rate)
+
+
+class OpponentPool:
+    """Snapshots in insertion order; the oldest leaves when ``capacity`` is exceeded."""
+
+    def __init__(self, settings: PoolSettings) -> None:
+        self.settings = settings
+        self.add_rule = Expression(settings.add)
+        self.snapshots: collections.OrderedDict[int, Snapshot] = collections.OrderedDict()
+        self.next_id = 0
+        self.last_add_iteration = 0
+        self.recent: collections.deque[float] = collections.deque(maxlen=settings.games_to_check)
+        self.games_since_add = 0
+
+    def __len__(self) -> int:
+        return len(self.snapshots)
+
+    def add(self, blob: np.ndarray, iteration: int) -> Snapshot:
+        """Freeze ``blob`` as a new opponent (evicting the oldest beyond capacity)."""
+        snapshot = Snapshot(self.next_id, iteration, np.array(blob, np.float32, copy=True))
+        self.snapshots[snapshot.id] = snapshot
+        self.next_id += 1
+        while len(self.snapshots) > self.settings.capacity:
+            self.snapshots.popitem(last=False)
+        self.last_add_iteration = iteration
+        self.recent.clear()
+        self.games_since_add = 0
+        return snapshot
+
+    def record(self, opponent: int, score: float) -> None:
+        """One finished game of the learner against snapshot ``opponent`` (score 1 win, 0.5 draw, 0 loss);
+        games against evicted snapshots count only toward the add rule."""
+        self.recent.append(score)
+        self.games_since_add += 1
+        snapshot = self.snapshots.get(opponent)
+        if snapshot is None:
+            return
+        snapshot.games += 1
+        snapshot.wins += score == 1.0
+        snapshot.draws += score == 0.5
+        snapshot.losses += score == 0.0
+        snapshot.decayed_score = snapshot.decayed_score * self.settings.decay + score
+        snapshot.decayed_games = snapshot.decayed_games * self.settings.decay + 1.0
+
+    def should_add(self, iteration: int) -> bool:
+        """After ``games_to_check`` games since the last addition, the ``add`` rule over ``self.win_rate``
+        (those recent games), ``self.iterations_since_add``, ``self.games`` and ``self.size``."""
+        if self.games_since_add < self.settings.games_to_check:
+            return False
+        names = {"win_rate": float(np.mean(self.recent)) if self.recent else 0.0,
+                 "iterations_since_add": iteration - self.last_add_iteration,
+                 "games": self.games_since_add, "size": len(self.snapshots)}
+        return bool(self.add_rule.evaluate({"self": names}))
+
+    def probabilities(self) -> dict[int, float]:
+        """The chooser's distribution over snapshot ids."""
+        ids = list(self.snapshots)
+        if not ids:
+            return {}
+        chooser = self.settings.chooser
+        if chooser == "uniform" or len(ids) == 1:
+            weights = np.ones(len(ids))
+        elif chooser == "latest":
+            share = self.settings.latest_share
+            weights = np.full(len(ids), (1.0 - share) / (len(ids) - 1))
+            weights[-1] = share
+        else:
+            weights = np.array([pfsp_weight(self.snapshots[i].win_rate(), self.settings.weighting) for i in ids])
+            if weights.sum() <= 0:
+                weights = np.ones(len(ids))
+        weights = weights / weights.sum()
+        return {i: float(w) for i, w in zip(ids, weights)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"next_id": self.next_id, "last_add_iteration": self.last_add_iteration,
+                "games_since_add": self.games_since_add, "recent": list(self.recent),
+                "snapshots": [{**{f.name: getattr(s, f.name) for f in dataclasses.fields(s) if f.name != "blob"},
+                               "blob": torch.from_numpy(s.blob.copy())} for s in self.snapshots.values()]}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.next_id = int(state["next_id"])
+        self.last_add_iteration = int(state["last_add_iteration"])
+        self.games_since_add = int(state["games_since_add"])
+        self.recent.clear()
+        self.recent.extend(float(x) for x in state["recent"])
+        self.snapshots.clear()
+        for entry in state["snapshots"]:
+            fields = {k: v for k, v in entry.items() if k != "blob"}
+            self.snapshots[int(fields["id"])] = Snapshot(blob=entry["blob"].numpy().copy(), **fields)
+
+    def statistics(self) -> dict[str, float]:
+        """TensorBoard scalars: size, and per snapshot its sampling probability and the learner's win rate."""
+        scalars: dict[str, float] = {"pool/size": float(len(self.snapshots))}
+        for snapshot_id, probability in self.probabilities().items():
+            scalars[f"pool/probability/{snapshot_id}"] = probability
+            scalars[f"pool/win_rate/{snapshot_id}"] = self.snapshots[snapshot_id].win_rate()
+        return scalars
