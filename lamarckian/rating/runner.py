@@ -1,0 +1,69 @@
+"""Run a tournament of entrants on a fleet of Actors (``play_matches``) and report it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from .. import rpc
+from .tournament import Entrant, Tally, plot, schedule, write_tables
+
+CHUNK = 16  # matches per Any call: enough to fill an actor's environments
+
+
+def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games: int, out: Path, *,
+                   local: bool = False) -> tuple[Tally, np.ndarray]:
+    """Play every pair ``games`` times on ``sample.actors`` actors; print, write and plot; return the tally and
+    the Elo ratings."""
+    from ..rl import Actor
+
+    count = int(config["sample"]["actors"])
+    if local:
+        actors = [Actor(config, index) for index in range(count)]
+    else:
+        import ray
+
+        remote = ray.remote(num_cpus=config["sample"]["num_cpus"])(Actor)
+        actors = [remote.remote(config, index) for index in range(count)]
+    settings = rpc.RpcSettings.from_mapping(config["rpc"])
+    matches = schedule(len(entrants), games)
+    tally = Tally(len(entrants))
+    console = Console(stderr=True)
+    with rpc.All(actors, settings=settings) as everyone:
+        everyone("set_population", [e.blob for e in entrants])
+        with rpc.Any(actors, settings=settings) as anyone, Progress(console=console, transient=True) as progress:
+            task = progress.add_task(f"{len(entrants)} checkpoints, {len(matches)} games", total=len(matches))
+            chunks = [matches[i:i + CHUNK] for i in range(0, len(matches), CHUNK)]
+            for chunk, results in zip(chunks, anyone.map([("play_matches", chunk) for chunk in chunks])):
+                for match, seats in zip(chunk, results):
+                    tally.add(match, seats)
+                progress.advance(task, len(chunk))
+    ratings = tally.ratings()
+    write_tables(out, entrants, tally, ratings)
+    plot(out, entrants, tally, ratings)
+    console.print(table(entrants, tally, ratings))
+    console.print(f"written: {out / 'ratings.csv'}, winrate.csv, winrate.png, elo.png")
+    return tally, ratings
+
+
+def table(entrants: Sequence[Entrant], tally: Tally, ratings: np.ndarray) -> Table:
+    """Entrants by rating, best first; with the Spearman correlation of rating and training time."""
+    overall = tally.scores.sum(1) / np.maximum(1, tally.games.sum(1))
+    view = Table(title="ratings (Bradley-Terry Elo, mean 1200)")
+    for column in ("rank", "checkpoint", "iteration", "env steps", "minutes", "Elo", "score"):
+        view.add_column(column, justify="right")
+    for rank, index in enumerate(np.argsort(-ratings), start=1):
+        entrant = entrants[index]
+        view.add_row(str(rank), entrant.name, str(entrant.iteration), f"{entrant.cost:,}",
+                     f"{entrant.elapsed / 60:.1f}", f"{ratings[index]:.0f}", f"{overall[index]:.1%}")
+    if len(entrants) >= 3:
+        from scipy.stats import spearmanr
+
+        correlation = spearmanr([e.elapsed for e in entrants], ratings).statistic
+        view.caption = f"Spearman correlation of Elo with training time: {correlation:.3f}"
+    return view

@@ -1,0 +1,104 @@
+"""Round-robin tournaments of checkpoints: schedule, tally, ratings, tables and plots."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import itertools
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .elo import fit_elo
+
+
+@dataclasses.dataclass
+class Entrant:
+    """One player of the tournament: a checkpoint's weights and when it was made."""
+
+    name: str
+    blob: np.ndarray
+    iteration: int = 0
+    cost: int = 0
+    elapsed: float = 0.0
+
+
+def schedule(count: int, games: int) -> list[list[int]]:
+    """Every unordered pair plays ``games`` games, seats alternating; a match is ``[seat 0 index, seat 1 index]``."""
+    if count < 2:
+        raise ValueError(f"a tournament needs at least two players, got {count}")
+    matches = []
+    for i, j in itertools.combinations(range(count), 2):
+        matches += [[i, j] if game % 2 == 0 else [j, i] for game in range(games)]
+    return matches
+
+
+class Tally:
+    """Scores and game counts between every pair: ``scores[i, j]`` is what ``i`` scored against ``j``."""
+
+    def __init__(self, count: int) -> None:
+        self.scores = np.zeros((count, count))
+        self.games = np.zeros((count, count))
+
+    def add(self, match: Sequence[int], results: Sequence[dict]) -> None:
+        """One finished two-player game: ``results[seat]['win']`` (1, 0.5, 0) for each seat of ``match``."""
+        first, second = match
+        self.scores[first, second] += results[0]["win"]
+        self.scores[second, first] += results[1]["win"]
+        self.games[first, second] += 1
+        self.games[second, first] += 1
+
+    def win_rates(self) -> np.ndarray:
+        """``(P, P)`` score fractions (nan where no games; the diagonal is nan)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates = self.scores / self.games
+        np.fill_diagonal(rates, np.nan)
+        return rates
+
+    def ratings(self) -> np.ndarray:
+        """Bradley-Terry Elo of each player (mean 1200)."""
+        return fit_elo(self.scores, self.games)
+
+
+def write_tables(folder: Path, entrants: Sequence[Entrant], tally: Tally, ratings: np.ndarray) -> None:
+    """``ratings.csv`` (name, iteration, env steps, seconds, Elo, overall score) and ``winrate.csv``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    overall = tally.scores.sum(1) / np.maximum(1, tally.games.sum(1))
+    with open(folder / "ratings.csv", "w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["name", "iteration", "env_steps", "seconds", "elo", "score"])
+        for entrant, rating, score in zip(entrants, ratings, overall):
+            writer.writerow([entrant.name, entrant.iteration, entrant.cost, f"{entrant.elapsed:.1f}",
+                             f"{rating:.1f}", f"{score:.4f}"])
+    with open(folder / "winrate.csv", "w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["row scored against column", *(e.name for e in entrants)])
+        for entrant, row in zip(entrants, tally.win_rates()):
+            writer.writerow([entrant.name, *("" if np.isnan(v) else f"{v:.4f}" for v in row)])
+
+
+def plot(folder: Path, entrants: Sequence[Entrant], tally: Tally, ratings: np.ndarray) -> None:
+    """``winrate.png`` (heat map) and ``elo.png`` (rating against training time)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [e.name for e in entrants]
+    figure, axis = plt.subplots(figsize=(1.2 + 0.45 * len(names), 1 + 0.4 * len(names)))
+    image = axis.imshow(tally.win_rates(), vmin=0, vmax=1, cmap="RdBu")
+    axis.set_xticks(range(len(names)), names, rotation=90)
+    axis.set_yticks(range(len(names)), names)
+    axis.set(title="score of row against column", xlabel="opponent", ylabel="player")
+    figure.colorbar(image)
+    figure.tight_layout()
+    figure.savefig(folder / "winrate.png", dpi=100)
+    plt.close(figure)
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    axis.plot([e.elapsed / 60 for e in entrants], ratings, marker="o")
+    axis.set(xlabel="training time of the checkpoint (min)", ylabel="Elo (Bradley-Terry fit)",
+             title="rating against training time")
+    figure.tight_layout()
+    figure.savefig(folder / "elo.png", dpi=100)
+    plt.close(figure)

@@ -1,0 +1,60 @@
+"""evaluate.py: a round-robin of checkpoints with outputs; bad inputs give one line and exit 2."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from lamarckian.config import load
+from lamarckian.rl import Learner
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def make_checkpoints(folder: Path, edits: list[str], count: int, files: tuple[str, ...] = ()) -> None:
+    config = load(list(files), [f"root={folder}", *edits])
+    learner = Learner(config, folder)
+    for iteration in range(1, count + 1):
+        with torch.no_grad():
+            for parameter in learner.model.parameters():
+                parameter.add_(torch.randn_like(parameter) * 0.5)
+        learner.iteration, learner.cost, learner.elapsed = iteration, iteration * 1000, iteration * 60.0
+        learner.save()
+
+
+def evaluate(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPOSITORY / "evaluate.py"), *arguments], capture_output=True,
+                          text=True, timeout=300, cwd=cwd)
+
+
+def test_round_robin_writes_ratings_and_plots(tmp_path):
+    make_checkpoints(tmp_path / "run", ["evaluator.checkpoint.keep=10"], 3)
+    out = tmp_path / "out"
+    completed = evaluate("--checkpoints", str(tmp_path / "run" / "checkpoints"), "--games", "4", "--debug",
+                         "--out", str(out), "-m", "sample.envs=4", "mdp.pong.score=1", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "ratings (Bradley-Terry Elo" in completed.stderr and "Spearman" in completed.stderr
+    with open(out / "ratings.csv") as stream:
+        rows = list(csv.DictReader(stream))
+    assert [row["iteration"] for row in rows] == ["1", "2", "3"]
+    assert abs(sum(float(row["elo"]) for row in rows) / 3 - 1200) < 1e-6
+    assert sum(float(row["score"]) for row in rows) == 1.5  # zero-sum: every game hands out one point
+    for name in ("winrate.csv", "winrate.png", "elo.png"):
+        assert (out / name).stat().st_size > 0
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    completed = evaluate("--checkpoints", str(empty), cwd=tmp_path)
+    assert completed.returncode == 2 and completed.stderr.count("\n") == 1 and "no checkpoint-*.pt" in completed.stderr
+    make_checkpoints(tmp_path / "cartpole", [], 1, files=("mdp/gym.yml",))
+    completed = evaluate("--checkpoints", str(tmp_path / "cartpole" / "checkpoints"), cwd=tmp_path)
+    assert completed.returncode == 2 and completed.stderr.count("\n") == 1
+    assert "not a checkpoint of this architecture" in completed.stderr
+    completed = evaluate("--checkpoints", str(empty), "--games", "0", cwd=tmp_path)
+    assert completed.returncode == 2 and "--games" in completed.stderr
