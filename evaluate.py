@@ -73,13 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lamarckian.rl import build_model
 
         mdp = create_mdp(config["mdp"], seed=config["seed"])
-        if len(mdp) != 2:
-            raise ValueError(f"evaluate.py rates two-player games; mdp.create={config['mdp']['create']!r} has "
-                             f"{len(mdp)} players")
+        if len(mdp) < 2:
+            raise ValueError(f"evaluate.py rates games; mdp.create={config['mdp']['create']!r} has one player")
         folders = [arguments.checkpoints] + ([arguments.opponents] if arguments.opponents else [])
         entrants = load_entrants(folders, build_model(mdp, config["model"]))
-        if len(entrants) < 2:
-            raise ValueError(f"{arguments.checkpoints}: a tournament needs at least two checkpoints")
+        if len(entrants) < len(mdp):
+            raise ValueError(f"{arguments.checkpoints}: a tournament of {len(mdp)}-player games needs at least "
+                             f"{len(mdp)} checkpoints, found {len(entrants)}")
     except (ConfigError, ValueError, TypeError) as error:
         print(f"evaluate.py: error: {error}", file=sys.stderr)
         return 2
@@ -94,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if config["ray"].get("address"):
             options["address"] = config["ray"]["address"]
         ray.init(**options)
-    run_tournament(config, entrants, arguments.games, out, local=arguments.debug)
+    run_tournament(config, entrants, arguments.games, out, seats=len(mdp), local=arguments.debug)
     return 0
 
 

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 from .base import MDP, Controller
 from .wrap import FrameSkip, Statistics
 
-KINDS = ("pong", "gym", "pettingzoo")
+KINDS = ("pong", "coins", "gym", "pettingzoo")
 
 
 def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None) -> MDP:
@@ -17,6 +17,10 @@ def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None) -> MDP:
         from .pong import Pong, PongSettings
 
         return Pong(PongSettings(**mdp_config["pong"]), seed=seed)
+    if kind == "coins":
+        from .coins import Coins, CoinsSettings
+
+        return Coins(CoinsSettings(**mdp_config["coins"]), seed=seed)
     if kind == "gym":
         from .gym import GymMDP
 

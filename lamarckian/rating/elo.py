@@ -6,6 +6,7 @@ import dataclasses
 from typing import Sequence
 
 import numpy as np
+from scipy.stats import rankdata
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,17 +52,7 @@ class Elo:
 
 def ranks_from_scores(scores: Sequence[float]) -> list[float]:
     """Ranks (1 = best) from scores (higher is better); tied players share the average of their places."""
-    order = sorted(range(len(scores)), key=lambda i: -scores[i])
-    ranks = [0.0] * len(scores)
-    position = 0
-    while position < len(order):
-        end = position
-        while end + 1 < len(order) and scores[order[end + 1]] == scores[order[position]]:
-            end += 1
-        for index in order[position:end + 1]:
-            ranks[index] = (position + end) / 2 + 1
-        position = end + 1
-    return ranks
+    return [float(rank) for rank in rankdata(-np.asarray(scores, float), method="average")]
 
 
 def fit_elo(scores: np.ndarray, games: np.ndarray, *, scale: float = 400.0, mean: float = 1200.0,

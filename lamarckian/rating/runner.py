@@ -11,15 +11,16 @@ from rich.progress import Progress
 from rich.table import Table
 
 from .. import rpc
-from .tournament import Entrant, Tally, plot, schedule, write_tables
+from .tournament import Entrant, Tally, multiplayer_elo, plot, schedule, write_tables
 
 CHUNK = 16  # matches per Any call: enough to fill an actor's environments
 
 
 def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games: int, out: Path, *,
-                   local: bool = False) -> tuple[Tally, np.ndarray]:
-    """Play every pair ``games`` times on ``sample.actors`` actors; print, write and plot; return the tally and
-    the Elo ratings."""
+                   seats: int = 2, local: bool = False) -> tuple[Tally, np.ndarray]:
+    """Play every group of ``seats`` entrants ``games`` times on ``sample.actors`` actors; print, write and
+    plot; return the tally and the (Bradley-Terry) Elo ratings. With more than two seats the table also shows
+    sequential multi-player Elo from the games' ranks."""
     from ..rl import Actor
 
     count = int(config["sample"]["actors"])
@@ -31,7 +32,9 @@ def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games
         remote = ray.remote(num_cpus=config["sample"]["num_cpus"])(Actor)
         actors = [remote.remote(config, index) for index in range(count)]
     settings = rpc.RpcSettings.from_mapping(config["rpc"])
-    matches = schedule(len(entrants), games)
+    matches = schedule(len(entrants), games, seats)
+    played: list[list[int]] = []
+    outcomes: list[list[dict]] = []
     tally = Tally(len(entrants))
     console = Console(stderr=True)
     with rpc.All(actors, settings=settings) as everyone:
@@ -40,27 +43,33 @@ def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games
             task = progress.add_task(f"{len(entrants)} checkpoints, {len(matches)} games", total=len(matches))
             chunks = [matches[i:i + CHUNK] for i in range(0, len(matches), CHUNK)]
             for chunk, results in zip(chunks, anyone.map([("play_matches", chunk) for chunk in chunks])):
-                for match, seats in zip(chunk, results):
-                    tally.add(match, seats)
+                for match, per_seat in zip(chunk, results):
+                    tally.add(match, per_seat)
+                played += chunk
+                outcomes += results
                 progress.advance(task, len(chunk))
     ratings = tally.ratings()
     write_tables(out, entrants, tally, ratings)
     plot(out, entrants, tally, ratings)
-    console.print(table(entrants, tally, ratings))
+    extra = multiplayer_elo(len(entrants), played, outcomes) if seats > 2 else None
+    console.print(table(entrants, tally, ratings, extra))
     console.print(f"written: {out / 'ratings.csv'}, winrate.csv, winrate.png, elo.png")
     return tally, ratings
 
 
-def table(entrants: Sequence[Entrant], tally: Tally, ratings: np.ndarray) -> Table:
+def table(entrants: Sequence[Entrant], tally: Tally, ratings: np.ndarray, multiplayer: np.ndarray | None = None
+          ) -> Table:
     """Entrants by rating, best first; with the Spearman correlation of rating and training time."""
     overall = tally.scores.sum(1) / np.maximum(1, tally.games.sum(1))
-    view = Table(title="ratings (Bradley-Terry Elo, mean 1200)")
-    for column in ("rank", "checkpoint", "iteration", "env steps", "minutes", "Elo", "score"):
+    view = Table(title="ratings (Bradley-Terry Elo over pairwise results, mean 1200)")
+    columns = ["rank", "checkpoint", "iteration", "env steps", "minutes", "Elo", "score"]
+    for column in columns + (["multi-player Elo"] if multiplayer is not None else []):
         view.add_column(column, justify="right")
     for rank, index in enumerate(np.argsort(-ratings), start=1):
         entrant = entrants[index]
-        view.add_row(str(rank), entrant.name, str(entrant.iteration), f"{entrant.cost:,}",
-                     f"{entrant.elapsed / 60:.1f}", f"{ratings[index]:.0f}", f"{overall[index]:.1%}")
+        row = [str(rank), entrant.name, str(entrant.iteration), f"{entrant.cost:,}", f"{entrant.elapsed / 60:.1f}",
+               f"{ratings[index]:.0f}", f"{overall[index]:.1%}"]
+        view.add_row(*row, *([f"{multiplayer[index]:.0f}"] if multiplayer is not None else []))
     if len(entrants) >= 3:
         from scipy.stats import spearmanr
 

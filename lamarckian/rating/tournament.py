@@ -10,7 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .elo import fit_elo
+from ..rl.actor import pairwise_scores
+from .elo import Elo, fit_elo
 
 
 @dataclasses.dataclass
@@ -24,13 +25,16 @@ class Entrant:
     elapsed: float = 0.0
 
 
-def schedule(count: int, games: int) -> list[list[int]]:
-    """Every unordered pair plays ``games`` games, seats alternating; a match is ``[seat 0 index, seat 1 index]``."""
-    if count < 2:
-        raise ValueError(f"a tournament needs at least two players, got {count}")
+def schedule(count: int, games: int, seats: int = 2) -> list[list[int]]:
+    """Every group of ``seats`` entrants plays ``games`` games, the seating rotating each game; a match lists
+    the entrant index per seat."""
+    if count < seats:
+        raise ValueError(f"a tournament of {seats}-player games needs at least {seats} players, got {count}")
     matches = []
-    for i, j in itertools.combinations(range(count), 2):
-        matches += [[i, j] if game % 2 == 0 else [j, i] for game in range(games)]
+    for group in itertools.combinations(range(count), seats):
+        for game in range(games):
+            shift = game % seats
+            matches.append(list(group[shift:] + group[:shift]))
     return matches
 
 
@@ -42,12 +46,14 @@ class Tally:
         self.games = np.zeros((count, count))
 
     def add(self, match: Sequence[int], results: Sequence[dict]) -> None:
-        """One finished two-player game: ``results[seat]['win']`` (1, 0.5, 0) for each seat of ``match``."""
-        first, second = match
-        self.scores[first, second] += results[0]["win"]
-        self.scores[second, first] += results[1]["win"]
-        self.games[first, second] += 1
-        self.games[second, first] += 1
+        """One finished game: every pair of seats counts as a game between their entrants, scored by rank
+        (or fitness) through :func:`pairwise_scores`."""
+        for seat, player in enumerate(match):
+            others = [r for other, r in enumerate(results) if other != seat]
+            opponents = [p for other, p in enumerate(match) if other != seat]
+            for opponent, score in zip(opponents, pairwise_scores(results[seat], others)):
+                self.scores[player, opponent] += score
+                self.games[player, opponent] += 1
 
     def win_rates(self) -> np.ndarray:
         """``(P, P)`` score fractions (nan where no games; the diagonal is nan)."""
@@ -59,6 +65,16 @@ class Tally:
     def ratings(self) -> np.ndarray:
         """Bradley-Terry Elo of each player (mean 1200)."""
         return fit_elo(self.scores, self.games)
+
+
+def multiplayer_elo(count: int, matches: Sequence[Sequence[int]], results: Sequence[Sequence[dict]],
+                    elo: Elo = Elo()) -> np.ndarray:
+    """Sequential multi-player Elo over the games in the given order (ranks from ``rank``, else fitness)."""
+    ratings = np.full(count, elo.initial)
+    for match, seats in zip(matches, results):
+        ranks = [r["rank"] if "rank" in r else -r["fitness"] for r in seats]
+        ratings[list(match)] = elo.update_ranks(list(ratings[list(match)]), ranks)
+    return ratings
 
 
 def write_tables(folder: Path, entrants: Sequence[Entrant], tally: Tally, ratings: np.ndarray) -> None:

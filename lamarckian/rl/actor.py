@@ -15,7 +15,6 @@ from ..model.stacked import StackedPolicies
 from .inference import BatchedInference, Policy, PopulationPolicy, Server
 from .segment import Lane, stack_lanes
 
-LEARNER, OPPONENTS = "learner", "opponents"
 RULE, SELF = "rule", "self"
 
 
@@ -28,6 +27,14 @@ def build_model(mdp: MDP, model_config: Mapping[str, Any]) -> ActorCritic:
 def actor_seed(seed: int, index: int, slot: int) -> int:
     """A distinct, reproducible seed per (run seed, actor, environment slot)."""
     return (seed * 1_000_003 + index * 10_007 + slot) % (2**31)
+
+
+def pairwise_scores(own: Mapping[str, Any], others: Sequence[Mapping[str, Any]]) -> list[float]:
+    """A player's score (1, 0.5, 0) against each other player of one game: by ``rank`` (lower is better)
+    when the results have one, else by ``fitness``."""
+    key, sign = ("rank", -1.0) if "rank" in own else ("fitness", 1.0)
+    return [1.0 if sign * own[key] > sign * other[key] else 0.5 if own[key] == other[key] else 0.0
+            for other in others]
 
 
 @rpc.gather
@@ -158,11 +165,13 @@ class Actor:
             episode = mdp.reset(learner, *(seat for seat, _ in opponents))
             controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
             players = [self._learn(controllers[0], lane)]
-            players += [self._play(c, OPPONENTS, self.pool_policy, self.model, index)
+            players += [self._play(c, self.pool_policy, self.model, index)
                         for c, (_, index) in zip(controllers[1:], opponents)]
             await asyncio.gather(*players, *episode.ticks)
             result = controllers[0].get_result()
             result["opponent"] = label
+            if isinstance(label, list):
+                result["scores"] = pairwise_scores(result, [c.get_result() for c in controllers[1:]])
             self.results.append(result)
 
     async def _learn(self, controller: Controller, lane: Lane) -> None:
@@ -171,7 +180,7 @@ class Actor:
         try:
             while not controller.done:
                 observation = batcher.convert(controller.get_state())
-                action, log_prob, value = await self.inference.act(LEARNER, self.policy, observation)
+                action, log_prob, value = await self.inference.act(self.policy, observation)
                 lane.decide(observation, action, log_prob, value, self.version)
                 if len(lane.values) == self.truncation + 1:  # this lane just filled: maybe all have
                     self._check_ready()
@@ -180,18 +189,18 @@ class Actor:
                 lane.outcome(controller.get_reward(), controller.done, controller.truncated)
             if controller.truncated:
                 final = batcher.convert(controller.get_state())
-                lane.set_final_value((await self.inference.act(LEARNER, self.policy, final))[2])
+                lane.set_final_value((await self.inference.act(self.policy, final))[2])
         finally:
             self.inference.unregister()
 
-    async def _play(self, controller: Controller, key: Any, server: Server, model: ActorCritic, tag: int = 0,
+    async def _play(self, controller: Controller, server: Server, model: ActorCritic, tag: int = 0,
                     inference: BatchedInference | None = None) -> None:
         inference = inference or self.inference
         inference.register()
         try:
             while not controller.done:
                 observation = model.batcher.convert(controller.get_state())
-                action = (await inference.act(key, server, observation, tag))[0]
+                action = (await inference.act(server, observation, tag))[0]
                 await controller(model.env_action(action))
         finally:
             inference.unregister()
@@ -212,7 +221,7 @@ class Actor:
                 number, (seats, players) = queue.pop(0)
                 episode = mdp.reset(*seats)
                 controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
-                await asyncio.gather(*(self._play(c, id(server), server, self.model, tag, inference)
+                await asyncio.gather(*(self._play(c, server, self.model, tag, inference)
                                        for c, (server, tag) in zip(controllers, players)), *episode.ticks)
                 results[number] = [c.get_result() for c in controllers]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Hashable, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -57,7 +57,7 @@ class BatchedInference:
     """
 
     def __init__(self) -> None:
-        self.pending: dict[Hashable, tuple[Server, list[tuple[np.ndarray, int]], list[asyncio.Future]]] = {}
+        self.pending: dict[int, tuple[Server, list[tuple[np.ndarray, int]], list[asyncio.Future]]] = {}
         self.players = 0
         self.waiting = 0
         self.forwards = 0
@@ -79,12 +79,13 @@ class BatchedInference:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self.flush)
 
-    async def act(self, key: Hashable, server: Server, observation: np.ndarray, tag: int = 0) -> Answer:
-        """(action, log-probability, value) for one observation (as converted by the model's batcher)."""
+    async def act(self, server: Server, observation: np.ndarray, tag: int = 0) -> Answer:
+        """(action, log-probability, value) for one observation (as converted by the model's batcher); requests
+        to the same server object share its next forward."""
         future = asyncio.get_running_loop().create_future()
-        entry = self.pending.get(key)
+        entry = self.pending.get(id(server))
         if entry is None:
-            entry = self.pending[key] = (server, [], [])
+            entry = self.pending[id(server)] = (server, [], [])
         entry[1].append((observation, tag))
         entry[2].append(future)
         self.waiting += 1
@@ -113,7 +114,13 @@ class BatchedInference:
         self._flush_scheduled = False
         pending, self.pending, self.waiting = self.pending, {}, 0
         for server, items, futures in pending.values():
-            answers = server.serve(items)
+            try:
+                answers = server.serve(items)
+            except Exception as error:  # noqa: BLE001 - handed to every waiting player, never lost in a callback
+                for future in futures:
+                    if not future.done():
+                        future.set_exception(error)
+                continue
             self.forwards += 1
             self.requests += len(futures)
             for future, answer in zip(futures, answers):

@@ -220,9 +220,11 @@ class Learner:
         """Record the games against snapshots, freeze the learner when the add rule holds, send the pool."""
         for result in results:
             opponents = result.get("opponent")
-            for opponent in opponents if isinstance(opponents, list) else [opponents]:
-                if isinstance(opponent, int) and result.get("win") is not None:
-                    self.pool.record(opponent, float(result["win"]))
+            if isinstance(opponents, list):  # N players: the learner's score against each seat's snapshot
+                for opponent, score in zip(opponents, result["scores"]):
+                    self.pool.record(opponent, score)
+            elif isinstance(opponents, int) and result.get("win") is not None:
+                self.pool.record(opponents, float(result["win"]))
         added = {}
         if self.pool.should_add(self.iteration):
             snapshot = self.pool.add(blob, self.iteration)

@@ -58,3 +58,15 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
     assert "not a checkpoint of this architecture" in completed.stderr
     completed = evaluate("--checkpoints", str(empty), "--games", "0", cwd=tmp_path)
     assert completed.returncode == 2 and "--games" in completed.stderr
+
+
+def test_n_player_tournament_uses_ranks(tmp_path):
+    make_checkpoints(tmp_path / "run", ["evaluator.checkpoint.keep=10", "mdp.create=coins"], 4)
+    out = tmp_path / "out"
+    completed = evaluate("--checkpoints", str(tmp_path / "run" / "checkpoints"), "--games", "3", "--debug",
+                         "--out", str(out), "-m", "mdp.create=coins", "sample.envs=4", "mdp.coins.max_steps=30",
+                         cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "multi-player Elo" in completed.stderr
+    with open(out / "ratings.csv") as stream:
+        assert len(list(csv.DictReader(stream))) == 4

@@ -52,3 +52,16 @@ def test_skill_rating_orders_players():
         skill.rate(["a", "b", "c"], [1, 2, 3])
     assert skill.rating("a")[0] > skill.rating("b")[0] > skill.rating("c")[0]
     assert skill.rating("a")[1] < 25 / 3  # uncertainty shrinks with games
+
+
+def test_schedule_and_pairwise_tally():
+    from lamarckian.rating.tournament import Tally, multiplayer_elo, schedule
+
+    assert schedule(3, 2) == [[0, 1], [1, 0], [0, 2], [2, 0], [1, 2], [2, 1]]
+    assert schedule(4, 3, seats=3)[:3] == [[0, 1, 2], [1, 2, 0], [2, 0, 1]] and len(schedule(4, 3, seats=3)) == 12
+    tally = Tally(3)
+    game = [{"rank": 1.0}, {"rank": 2.5}, {"rank": 2.5}]
+    tally.add([2, 0, 1], game)
+    assert tally.scores[2, 0] == 1 and tally.scores[0, 1] == 0.5 and tally.scores[0, 2] == 0
+    assert tally.games.sum() == 6
+    assert multiplayer_elo(3, [[2, 0, 1]], [game]) == pytest.approx([1192, 1192, 1216])

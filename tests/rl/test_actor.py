@@ -103,3 +103,41 @@ def test_environment_failure_surfaces_from_sample():
         actor.sample()
     with pytest.raises(RuntimeError, match="the environment broke"):
         actor.sample()  # and keeps saying so rather than hanging
+
+
+def test_pool_changes_between_segments_never_stall():
+    """Episodes running with an old pool and new ones with the new pool are served by their own forwards."""
+    import signal
+
+    config = load([], ["sample.envs=8", "sample.truncation=16"])
+    snapshots = {7: to_blob(Actor(config, 5).model), 9: to_blob(Actor(config, 6).model)}
+    actor = Actor(config, 0, pool=({7: 0.5, 9: 0.5}, snapshots))
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("sampling stalled")))
+    signal.alarm(120)
+    try:
+        for round_number in range(30):
+            actor.sample()
+            actor.set_pool({9: 1.0} if round_number % 2 else {7: 0.5, 9: 0.5}, snapshots)
+    finally:
+        signal.alarm(0)
+
+
+def test_a_failing_forward_reaches_every_waiting_player():
+    import asyncio
+
+    from lamarckian.rl.inference import BatchedInference
+
+    class Broken:
+        def serve(self, items):
+            raise RuntimeError("forward failed")
+
+    async def main():
+        inference = BatchedInference()
+        for _ in range(3):
+            inference.register()
+        results = await asyncio.gather(*(inference.act(Broken(), np.zeros(2)) for _ in range(3)),
+                                       return_exceptions=True)
+        return results
+
+    results = asyncio.run(main())
+    assert all(isinstance(r, RuntimeError) and "forward failed" in str(r) for r in results)
