@@ -36,7 +36,7 @@ def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games
     played: list[list[int]] = []
     outcomes: list[list[dict]] = []
     tally = Tally(len(entrants))
-    console = Console(stderr=True)
+    console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160)
     with rpc.All(actors, settings=settings) as everyone:
         everyone("set_population", [e.blob for e in entrants])
         with rpc.Any(actors, settings=settings) as anyone, Progress(console=console, transient=True) as progress:

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
+import numpy as np
 
 from lamarckian.config import load
 from lamarckian.record import Checkpoints
@@ -81,6 +81,21 @@ def test_killed_train_py_resumes(tmp_path):
     after = checkpoints.load_newest()[1]
     assert after["iteration"] == target and after["cost"] > before["cost"]
     assert after["elapsed"] > before["elapsed"]
+    kept = {s["id"]: s for s in before["pool"]["snapshots"]}
+    resumed = {s["id"]: s for s in after["pool"]["snapshots"]}
+    assert set(kept) <= set(resumed) and after["pool"]["next_id"] >= before["pool"]["next_id"]
+    assert all(resumed[i]["games"] >= kept[i]["games"] for i in kept)  # statistics continue, not restart
+    assert sum(s["games"] for s in resumed.values()) > sum(s["games"] for s in kept.values())
+
+
+def test_pool_starts_from_a_given_checkpoint(tmp_path):
+    from lamarckian.model import to_blob
+
+    first = Learner(load([], [f"root={tmp_path / 'a'}"]), tmp_path / "a")
+    path = first.save()
+    second = Learner(load([], [f"root={tmp_path / 'b'}", "seed=5", f"rl.opponent.pool.initial={path}"]), tmp_path / "b")
+    assert np.array_equal(second.pool.snapshots[0].blob, to_blob(first.model))
+    assert not np.array_equal(to_blob(second.model), to_blob(first.model))
 
 
 def test_debug_runs_in_one_process_without_ray(tmp_path):
