@@ -40,10 +40,10 @@ class PongSettings:
     max_steps: int = 4000
     paddle_half: float = 0.1
     paddle_speed: float = 0.04
-    ball_speed: float = 0.025
-    speedup: float = 1.05
-    max_ball_speed: float = 0.04
-    max_bounce: float = 0.035
+    ball_speed: float = 0.03
+    speedup: float = 1.1
+    max_ball_speed: float = 0.07
+    max_bounce: float = 0.07
     rule_speed: float = 0.5
     rule_reaction: float = 0.4
     hit_reward: float = 0.0
