@@ -50,6 +50,7 @@ def load_entrants(folders: Sequence[Path], template: torch.nn.Module) -> list[An
         if not folder.is_dir():
             raise ValueError(f"{folder}: not a directory")
         paths = sorted(p for p in folder.iterdir() if PATTERN.match(p.name))
+        label = folder.resolve().parent.name if folder.name == "checkpoints" else folder.name  # the run's name
         if not paths:
             raise ValueError(f"{folder}: no checkpoint-*.pt files")
         for path in paths:
@@ -60,7 +61,7 @@ def load_entrants(folders: Sequence[Path], template: torch.nn.Module) -> list[An
                 reason = str(error).splitlines()[0]
                 raise ValueError(f"{path}: not a checkpoint of this architecture ({reason})") from None
             name = path.stem.replace("checkpoint-", "").lstrip("0") or "0"
-            entrants.append(Entrant(f"{folder.name}/{name}", to_blob(template), int(state["iteration"]),
+            entrants.append(Entrant(f"{label}/{name}", to_blob(template), int(state["iteration"]),
                                     int(state["cost"]), float(state["elapsed"])))
     return entrants
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from lamarckian.config import load
@@ -33,16 +34,19 @@ def evaluate(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_round_robin_writes_ratings_and_plots(tmp_path):
     make_checkpoints(tmp_path / "run", ["evaluator.checkpoint.keep=10"], 3)
+    make_checkpoints(tmp_path / "league", ["seed=9"], 1)
     out = tmp_path / "out"
     completed = evaluate("--checkpoints", str(tmp_path / "run" / "checkpoints"), "--games", "4", "--debug",
+                         "--opponents", str(tmp_path / "league" / "checkpoints"),
                          "--out", str(out), "-m", "sample.envs=4", "mdp.pong.score=1", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "ratings (Bradley-Terry Elo" in completed.stderr and "Spearman" in completed.stderr
     with open(out / "ratings.csv") as stream:
         rows = list(csv.DictReader(stream))
-    assert [row["iteration"] for row in rows] == ["1", "2", "3"]
-    assert abs(sum(float(row["elo"]) for row in rows) / 3 - 1200) < 1e-6
-    assert sum(float(row["score"]) for row in rows) == 1.5  # zero-sum: every game hands out one point
+    assert [row["iteration"] for row in rows] == ["1", "2", "3", "1"]
+    assert [row["name"] for row in rows] == ["run/1", "run/2", "run/3", "league/1"]
+    assert abs(sum(float(row["elo"]) for row in rows) / 4 - 1200) < 1e-6
+    assert sum(float(row["score"]) for row in rows) == pytest.approx(2.0, abs=1e-3)  # zero-sum: one point a game
     for name in ("winrate.csv", "winrate.png", "elo.png"):
         assert (out / name).stat().st_size > 0
 
