@@ -1,7 +1,8 @@
 """Does self-play keep improving? Train Pong with PFSP self-play, then rate the checkpoints against each other.
 
 Runs ``python train.py`` (the default job: PPO self-play on the built-in Pong, PFSP opponent pool) for
-``--minutes``, keeping a checkpoint every ``--minutes``/``--checkpoints`` minutes; then ``python evaluate.py``
+``--minutes`` with the learning rate decaying linearly over ``--lr-horizon`` env steps (about what 30 minutes
+on 2 cores sample), keeping a checkpoint every ``--minutes``/``--checkpoints`` minutes; then ``python evaluate.py``
 plays a round-robin among them (``--games`` per pair) and this script prints the Spearman correlation of
 their Elo with training time (target: >= 0.8 over >= 8 checkpoints for a 30-minute run on 2 cores).
 
@@ -28,6 +29,8 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--checkpoints", type=int, default=16)
     parser.add_argument("--games", type=int, default=10)
+    parser.add_argument("--lr-horizon", type=float, default=2.2e7,
+                        help="env steps over which the learning rate decays linearly to 0 (0: constant lr)")
     parser.add_argument("--run", type=Path, help="run directory (default: a temporary one)")
     parser.add_argument("--skip-training", action="store_true", help="only rate the checkpoints already in --run")
     args = parser.parse_args()
@@ -37,7 +40,9 @@ def main() -> None:
         subprocess.run([sys.executable, str(REPOSITORY / "train.py"), "-D", "-m", f"root={run}",
                         f"evaluator.terminate=self.time >= {seconds}", "evaluator.interval=60",
                         f"evaluator.checkpoint.interval={seconds / args.checkpoints:.1f}",
-                        f"evaluator.checkpoint.keep={args.checkpoints + 2}"], check=True, cwd=REPOSITORY)
+                        f"evaluator.checkpoint.keep={args.checkpoints + 2}",
+                        *(["train.lr_schedule=linear", f"train.lr_horizon={args.lr_horizon}"] if args.lr_horizon else [])],
+                       check=True, cwd=REPOSITORY)
     started = time.monotonic()
     subprocess.run([sys.executable, str(REPOSITORY / "evaluate.py"), "--checkpoints", str(run / "checkpoints"),
                     "--games", str(args.games), "--out", str(run / "evaluation")], check=True, cwd=REPOSITORY)
