@@ -46,6 +46,16 @@ def test_bradley_terry_fit_by_hand():
     assert chain[0] > chain[1] > chain[2] and np.all(np.isfinite(chain))
 
 
+def test_skill_rating_by_hand():
+    """Plackett-Luce, two new players (mu 25, sigma 25/3, beta 25/6), one decisive game:
+    c = sqrt(2 sigma^2 + 2 beta^2) = 13.176; p = 1/2; winner's mu += sigma^2 / c * (1 - p) = 2.6354;
+    delta = (sigma / c) * sigma^2 / c^2 * p (1 - p) = 0.063246; sigma' = sigma * sqrt(1 - delta) = 8.0659."""
+    skill = SkillRating()
+    skill.rate(["a", "b"], [1, 2])
+    assert skill.rating("a") == pytest.approx((27.6354, 8.0659), abs=1e-3)
+    assert skill.rating("b") == pytest.approx((22.3646, 8.0659), abs=1e-3)
+
+
 def test_skill_rating_orders_players():
     skill = SkillRating()
     for _ in range(20):
