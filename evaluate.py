@@ -9,23 +9,17 @@ ratings.csv, winrate.csv, winrate.png and elo.png to --out (default: DIR/../eval
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-import torch
 
+from lamarckian.cli import OneLineParser, start_ray
 from lamarckian.config import ConfigError, load
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = _Parser(prog="evaluate.py", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="evaluate.py", description=__doc__.splitlines()[0])
     parser.add_argument("-c", "--config", nargs="+", action="extend", default=[], metavar="FILE")
     parser.add_argument("-m", "--modify", nargs="+", action="extend", default=[], metavar="KEY=VALUE")
     parser.add_argument("--checkpoints", type=Path, required=True, help="folder of checkpoint-*.pt files to rate")
@@ -39,38 +33,12 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     return arguments
 
 
-def load_entrants(folders: Sequence[Path], template: torch.nn.Module) -> list[Any]:
-    """One entrant per checkpoint file (oldest first per folder); ValueError with one line on bad input."""
-    from lamarckian.model import to_blob
-    from lamarckian.rating.tournament import Entrant
-    from lamarckian.record.checkpoint import PATTERN
-
-    entrants = []
-    for folder in folders:
-        if not folder.is_dir():
-            raise ValueError(f"{folder}: not a directory")
-        paths = sorted(p for p in folder.iterdir() if PATTERN.match(p.name))
-        label = folder.resolve().parent.name if folder.name == "checkpoints" else folder.name  # the run's name
-        if not paths:
-            raise ValueError(f"{folder}: no checkpoint-*.pt files")
-        for path in paths:
-            try:
-                state = torch.load(path, map_location="cpu", weights_only=True)
-                template.load_state_dict(state["model"])
-            except (RuntimeError, KeyError) as error:
-                reason = str(error).splitlines()[0]
-                raise ValueError(f"{path}: not a checkpoint of this architecture ({reason})") from None
-            name = path.stem.replace("checkpoint-", "").lstrip("0") or "0"
-            entrants.append(Entrant(f"{label}/{name}", to_blob(template), int(state["iteration"]),
-                                    int(state["cost"]), float(state["elapsed"])))
-    return entrants
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     try:
         config = load(arguments.config, arguments.modify)
         from lamarckian.mdp import create_mdp
+        from lamarckian.rating.tournament import load_entrants
         from lamarckian.rl import build_model
 
         mdp = create_mdp(config["mdp"], seed=config["seed"])
@@ -87,14 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lamarckian.rating.runner import run_tournament
 
     out = arguments.out or arguments.checkpoints.resolve().parent / "evaluation"
-    if not arguments.debug:
-        import ray
-
-        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                   "logging_level": logging.WARNING}
-        if config["ray"].get("address"):
-            options["address"] = config["ray"]["address"]
-        ray.init(**options)
+    if arguments.debug:
+        config["ray"]["local_mode"] = True
+    start_ray(config["ray"])
     run_tournament(config, entrants, arguments.games, out, seats=len(mdp), local=arguments.debug)
     return 0
 

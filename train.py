@@ -7,7 +7,6 @@ With no arguments: PPO self-play on the built-in Pong on a local Ray. See README
 from __future__ import annotations
 
 import argparse
-import logging
 import shutil
 import sys
 from pathlib import Path
@@ -15,16 +14,12 @@ from typing import Any, Sequence
 
 import yaml
 
+from lamarckian.cli import OneLineParser, start_ray
 from lamarckian.config import ConfigError, load
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints the whole usage otherwise)
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = _Parser(prog="train.py", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="train.py", description=__doc__.splitlines()[0])
     parser.add_argument("-c", "--config", nargs="+", action="extend", default=[], metavar="FILE",
                         help="config files merged in order over lamarckian.yml (paths: working directory, then config/)")
     parser.add_argument("-m", "--modify", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
@@ -68,14 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     resumed = learner.resume()
     if resumed is not None:
         print(f"resuming from {resumed} (iteration {learner.iteration}, {learner.cost} env steps)", file=sys.stderr)
-    ray_config = config["ray"]
-    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
-    if ray_config.get("address"):
-        options["address"] = ray_config["address"]
-    elif ray_config.get("num_cpus"):
-        options["num_cpus"] = ray_config["num_cpus"]
-    if not ray_config["local_mode"]:  # local mode: actors are objects of this process, no Ray at all
-        ray.init(**options)
+    start_ray(config["ray"])
     try:
         learner.train()
     except KeyboardInterrupt:

@@ -9,6 +9,10 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import torch
+
+from ..model import to_blob
+from ..record.checkpoint import PATTERN
 
 from ..rl.actor import pairwise_scores
 from .elo import Elo, fit_elo
@@ -23,6 +27,30 @@ class Entrant:
     iteration: int = 0
     cost: int = 0
     elapsed: float = 0.0
+
+
+def load_entrants(folders: Sequence[Path], template: torch.nn.Module) -> list[Entrant]:
+    """One entrant per checkpoint file (oldest first per folder), named ``<run>/<iteration>``; ValueError with
+    one line for a missing or empty folder or a checkpoint of another architecture."""
+    entrants = []
+    for folder in folders:
+        if not folder.is_dir():
+            raise ValueError(f"{folder}: not a directory")
+        paths = sorted(p for p in folder.iterdir() if PATTERN.match(p.name))
+        if not paths:
+            raise ValueError(f"{folder}: no checkpoint-*.pt files")
+        label = folder.resolve().parent.name if folder.name == "checkpoints" else folder.name  # the run's name
+        for path in paths:
+            try:
+                state = torch.load(path, map_location="cpu", weights_only=True)
+                template.load_state_dict(state["model"])
+            except (RuntimeError, KeyError) as error:
+                reason = str(error).splitlines()[0]
+                raise ValueError(f"{path}: not a checkpoint of this architecture ({reason})") from None
+            name = path.stem.replace("checkpoint-", "").lstrip("0") or "0"
+            entrants.append(Entrant(f"{label}/{name}", to_blob(template), int(state["iteration"]),
+                                    int(state["cost"]), float(state["elapsed"])))
+    return entrants
 
 
 def schedule(count: int, games: int, seats: int = 2) -> list[list[int]]:
