@@ -3,7 +3,7 @@
 from .blob import blob_size, load_blob, to_blob
 from .network import ActorCritic, ModelSettings
 from .normalizer import RunningNormalizer
-from .observation import ObservationBatcher, to_tensor
+from .observation import ObservationBatcher
 
 __all__ = ["ActorCritic", "ModelSettings", "ObservationBatcher", "RunningNormalizer", "blob_size", "load_blob",
-           "to_blob", "to_tensor"]
+           "to_blob"]

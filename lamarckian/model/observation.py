@@ -6,7 +6,6 @@ from typing import Any, Sequence
 
 import gymnasium
 import numpy as np
-import torch
 
 
 def is_image(space: gymnasium.Space) -> bool:
@@ -71,7 +70,3 @@ class ObservationBatcher:
             return np.stack([np.asarray(o, np.float32).reshape(-1) for o in observations])
         return np.stack([_flatten_one(self.space, o) for o in observations])
 
-
-def to_tensor(batch: np.ndarray) -> torch.Tensor:
-    """Zero-copy tensor of a batched observation array."""
-    return torch.from_numpy(np.ascontiguousarray(batch))

@@ -6,7 +6,6 @@ import dataclasses
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,11 +47,6 @@ class Elo:
                     score = 1.0 if ranks[i] < ranks[j] else 0.5 if ranks[i] == ranks[j] else 0.0
                     changes[i] += k * (score - self.expected(ratings[i], ratings[j]))
         return [rating + change for rating, change in zip(ratings, changes)]
-
-
-def ranks_from_scores(scores: Sequence[float]) -> list[float]:
-    """Ranks (1 = best) from scores (higher is better); tied players share the average of their places."""
-    return [float(rank) for rank in rankdata(-np.asarray(scores, float), method="average")]
 
 
 def fit_elo(scores: np.ndarray, games: np.ndarray, *, scale: float = 400.0, mean: float = 1200.0,

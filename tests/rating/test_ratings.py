@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lamarckian.rating import Elo, SkillRating, fit_elo, ranks_from_scores
+from lamarckian.rating import Elo, SkillRating, fit_elo
 
 
 def test_elo_by_hand():
@@ -27,11 +27,6 @@ def test_multiplayer_elo_by_hand():
     assert elo.update_ranks([1200, 1200, 1200], [1, 2.5, 2.5]) == pytest.approx([1216, 1192, 1192])
     # two players: the same as classic Elo
     assert elo.update_ranks([1200, 1400], [1, 2]) == pytest.approx(list(elo.update(1200, 1400, 1.0)))
-
-
-def test_ranks_from_scores_average_ties():
-    assert ranks_from_scores([10, 30, 20]) == [3, 1, 2]
-    assert ranks_from_scores([5, 7, 7, 1]) == [3, 1.5, 1.5, 4]
 
 
 def test_bradley_terry_fit_by_hand():
