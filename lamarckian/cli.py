@@ -1,10 +1,16 @@
-"""What the command-line programs (train.py, evaluate.py) share: one-line usage errors and starting Ray."""
+"""What the command-line programs (train.py, evolve.py, evaluate.py) share: one-line usage errors, the run
+arguments, the run directory and starting Ray."""
 
 from __future__ import annotations
 
 import argparse
 import logging
-from typing import Any, Mapping
+import math
+import shutil
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import yaml
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -25,6 +31,32 @@ def start_ray(ray_config: Mapping[str, Any]) -> bool:
     if ray_config.get("address"):
         options["address"] = ray_config["address"]
     elif ray_config.get("num_cpus"):
-        options["num_cpus"] = ray_config["num_cpus"]
+        options["num_cpus"] = math.ceil(ray_config["num_cpus"])
     ray.init(**options)
     return True
+
+
+def run_arguments(prog: str, doc: str, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``-c FILE ... -m KEY=VALUE ... [-d | -D] [--debug]`` of train.py and evolve.py."""
+    parser = OneLineParser(prog=prog, description=doc.splitlines()[0])
+    parser.add_argument("-c", "--config", nargs="+", action="extend", default=[], metavar="FILE",
+                        help="config files merged in order over lamarckian.yml (paths: working directory, then config/)")
+    parser.add_argument("-m", "--modify", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                        help="edits, value parsed as YAML; an empty value deletes the key")
+    parser.add_argument("-d", action="store_true", help="delete the run's checkpoints first (start afresh)")
+    parser.add_argument("-D", action="store_true", help="delete the whole run directory first")
+    parser.add_argument("--debug", action="store_true",
+                        help="autograd anomaly detection and local mode (actors in this process, no Ray)")
+    return parser.parse_args(argv)
+
+
+def prepare_run(root: Path, config: dict[str, Any], delete_checkpoints: bool, delete_all: bool,
+                checkpoints: str = "checkpoints") -> None:
+    """Apply -d (the ``checkpoints`` folder) / -D (everything), create the run directory, keep the resolved
+    config in it."""
+    if delete_all and root.exists():
+        shutil.rmtree(root)
+    elif delete_checkpoints and (root / checkpoints).exists():
+        shutil.rmtree(root / checkpoints)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.yml").write_text(yaml.safe_dump(config, sort_keys=False))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .base import MDP, Controller
-from .wrap import FrameSkip, Statistics
+from .wrap import FrameSkip, IdleBonus, Statistics
 
 KINDS = ("pong", "coins", "gym", "pettingzoo")
 
@@ -35,8 +35,12 @@ def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None) -> MDP:
 
 
 def wrap_controller(controller: Controller, mdp_config: Mapping[str, Any]) -> Statistics:
-    """Frame skip (if ``mdp.frame_skip`` > 1) under episode statistics (idle action ``mdp.idle_action``)."""
+    """Frame skip (if ``mdp.frame_skip`` > 1), the idle bonus (if ``mdp.idle_reward``), under episode statistics
+    (idle action ``mdp.idle_action``)."""
     skip = mdp_config.get("frame_skip") or 1
     if skip > 1:
         controller = FrameSkip(controller, skip)
-    return Statistics(controller, mdp_config.get("idle_action"))
+    idle_action, bonus = mdp_config.get("idle_action"), float(mdp_config.get("idle_reward") or 0.0)
+    if bonus and idle_action is not None:
+        controller = IdleBonus(controller, idle_action, bonus)
+    return Statistics(controller, idle_action)

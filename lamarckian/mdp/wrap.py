@@ -1,4 +1,4 @@
-"""Controller wrappers: frame skip and episode statistics (return, length, idle-action fraction)."""
+"""Controller wrappers: frame skip, an idle-action bonus and episode statistics (return, length, idle fraction)."""
 
 from __future__ import annotations
 
@@ -59,6 +59,22 @@ class FrameSkip(ControllerWrapper):
 
     def get_reward(self) -> float:
         return self.reward
+
+
+class IdleBonus(ControllerWrapper):
+    """Adds ``bonus`` to the reward of each decision that was the idle action (behaviour shaping: NSGA-II over
+    ``mdp.idle_reward`` finds agents from busy to lazy). Fitness, from the game's result, is unchanged."""
+
+    def __init__(self, controller: Controller, idle_action: int, bonus: float) -> None:
+        super().__init__(controller)
+        self.idle_action, self.bonus, self.idle = idle_action, bonus, False
+
+    async def __call__(self, action: Any) -> None:
+        self.idle = isinstance(action, (int, np.integer)) and action == self.idle_action
+        await self.controller(action)
+
+    def get_reward(self) -> float:
+        return self.controller.get_reward() + (self.bonus if self.idle else 0.0)
 
 
 class Statistics(ControllerWrapper):

@@ -108,7 +108,7 @@ class Actor:
         missing = [i for i in ids if i not in self.pool_blobs]
         if missing:
             raise ValueError(f"pool snapshots {missing} have probabilities but no weights")
-        if ids != self.pool_ids:
+        if ids != self.pool_ids or blobs:
             self.pool_blobs = {i: self.pool_blobs[i] for i in ids}
             self.pool_ids = ids
             if ids:

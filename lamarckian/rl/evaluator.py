@@ -39,6 +39,7 @@ class Evaluator:
         source = settings.get("terminate")
         self.terminate = Expression(str(source)) if source not in (None, "") else None
         self.last = -math.inf
+        self.results: list[dict[str, Any]] = []  # the latest evaluation's episode results
         self.latest: dict[str, float] = {"episodes": 0.0, "fitness": math.nan, "win": math.nan}
 
     def due(self, now: float | None = None) -> bool:
@@ -51,6 +52,7 @@ class Evaluator:
         shares = [self.episodes // count + (1 if i < self.episodes % count else 0) for i in range(count)]
         per_actor = everyone("evaluate", max(shares), self.opponent)
         results = [r for share, actor_results in zip(shares, per_actor) for r in actor_results[:share]]
+        self.results = results
         self.latest = summarize(results)
         return self.latest
 

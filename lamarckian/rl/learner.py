@@ -11,7 +11,7 @@ import logging
 import math
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -37,19 +37,8 @@ class Learner:
     """
 
     def __init__(self, config: Mapping[str, Any], run: Path | None = None) -> None:
-        self.config = config
-        torch.manual_seed(config["seed"])
-        torch.set_num_threads(max(1, int(config["train"]["threads"])))
-        probe = create_mdp(config["mdp"], seed=config["seed"])
-        self.seats = len(probe)
-        self.model = build_model(probe, config["model"])
-        probe.close()
-        self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
-        self.batch_steps = int(config["train"]["batch"])
-        self.evaluator = Evaluator(config["evaluator"])
-        self.version = self.iteration = self.cost = 0
-        self.elapsed = 0.0
-        self.pool = self._initial_pool(config["rl"]["opponent"]["pool"]) if self.seats > 1 else None
+        self.configure(config)
+        self.version = 0
         self.training: dict[str, float] = {}
         self.dropped = self.replaced = 0
         self.run = run
@@ -64,6 +53,25 @@ class Learner:
         self.gather: rpc.Gather | None = None
         self.spawned = 0
         self.local = bool(config["ray"]["local_mode"])
+
+    def configure(self, config: Mapping[str, Any]) -> None:
+        """(Re)build the network (initialized from ``config.seed``), PPO, the evaluator and the opponent pool from
+        ``config``; counters restart at 0. Running actors are kept: the caller sends them the new weights.
+        (evolve.py's learners call this for each individual they train.)"""
+        self.config = config
+        torch.manual_seed(config["seed"])
+        torch.set_num_threads(max(1, int(config["train"]["threads"])))
+        probe = create_mdp(config["mdp"], seed=config["seed"])
+        self.seats = len(probe)
+        self.model = build_model(probe, config["model"])
+        probe.close()
+        self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
+        self.batch_steps = int(config["train"]["batch"])
+        self.evaluator = Evaluator(config["evaluator"])
+        self.iteration = self.cost = 0
+        self.elapsed = 0.0
+        self.pool = self._initial_pool(config["rl"]["opponent"]["pool"]) if self.seats > 1 else None
+        self.pool_frozen = False
 
     # ---- state ---------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -115,6 +123,28 @@ class Learner:
         self.actors = [self._spawn() for _ in range(int(self.config["sample"]["actors"]))]
         self.everyone = rpc.All(self.actors, settings=settings)
         self.gather = rpc.Gather(self.everyone, credits=int(self.config["sample"]["credits"]))
+
+    def publish(self) -> None:
+        """Send the current weights (as a new version) and the opponent pool to every actor and wait: segments
+        gathered afterwards come from these weights. For a learner whose network was swapped (evolve.py)."""
+        if self.everyone is None:
+            self.start_actors()
+            return
+        self.version += 1
+        blob = to_blob(self.model)
+        self._call_all(lambda: self.everyone("set_weights", self.version, blob))
+        if self.pool is not None:
+            blobs = {i: s.blob for i, s in self.pool.snapshots.items()}
+            self._call_all(lambda: self.everyone("set_pool", self.pool.probabilities(), blobs))
+
+    def play_against(self, members: Mapping[int, np.ndarray]) -> None:
+        """Self-play against a population: the opponent pool becomes exactly ``members`` (id → weight blob), drawn
+        by the configured chooser, and no snapshots of the learner are added. Call :meth:`publish` afterwards."""
+        settings = dict(self.config["rl"]["opponent"]["pool"], capacity=max(1, len(members)))
+        self.pool = OpponentPool(PoolSettings.from_mapping(settings))
+        for member_id, blob in members.items():
+            self.pool.add(blob, self.iteration, snapshot_id=int(member_id))
+        self.pool_frozen = True
 
     def _replace(self, error: rpc.ActorDiedError) -> None:
         """Swap a dead actor for a fresh one that starts from the current weights."""
@@ -226,14 +256,14 @@ class Learner:
             elif isinstance(opponents, int) and result.get("win") is not None:
                 self.pool.record(opponents, float(result["win"]))
         added = {}
-        if self.pool.should_add(self.iteration):
+        if not self.pool_frozen and self.pool.should_add(self.iteration):
             snapshot = self.pool.add(blob, self.iteration)
             added[snapshot.id] = snapshot.blob
         probabilities = self.pool.probabilities()
         self._call_all(lambda: self.everyone.broadcast("set_pool", probabilities, added))
 
-    def train(self) -> dict[str, float]:
-        """Run until ``evaluator.terminate`` holds; the last evaluation's summary."""
+    def train(self, stop: Callable[["Learner"], bool] | None = None) -> dict[str, float]:
+        """Run until ``stop(self)`` holds (default: ``evaluator.terminate``); the last evaluation's summary."""
         settings = self.config["evaluator"]
         if self.run is not None and settings["tensorboard"]:
             self.scalars = Scalars(self.run / "tensorboard")
@@ -256,14 +286,18 @@ class Learner:
                         self.evaluations.write({"time": round(self.elapsed, 3), "cost": self.cost,
                                                 "iteration": self.iteration, **summary})
                     self.progress.print(self._evaluation_line(summary))
-                stop = self.evaluator.should_stop(self.cost, self.iteration, self.elapsed, self.training)
-                if stop or time.monotonic() - last_save >= self.checkpoint_interval:
+                if stop is None:
+                    done = self.evaluator.should_stop(self.cost, self.iteration, self.elapsed, self.training)
+                else:
+                    done = stop(self)
+                if done or time.monotonic() - last_save >= self.checkpoint_interval:
                     self.save()
                     last_save = time.monotonic()
-                if stop:
+                if done:
                     break
         self.scalars.flush()
-        self.progress.print(f"done: {self.evaluator.terminate.source if self.evaluator.terminate else ''} holds "
+        rule = self.evaluator.terminate.source if stop is None and self.evaluator.terminate else "the stopper"
+        self.progress.print(f"done: {rule} holds "
                             f"after {self.iteration} iterations, {format_number(self.cost)} env steps, "
                             f"{self.elapsed:.0f}s")
         return self.evaluator.latest

@@ -88,11 +88,12 @@ class OpponentPool:
     def __len__(self) -> int:
         return len(self.snapshots)
 
-    def add(self, blob: np.ndarray, iteration: int) -> Snapshot:
-        """Freeze ``blob`` as a new opponent (evicting the oldest beyond capacity)."""
-        snapshot = Snapshot(self.next_id, iteration, np.array(blob, np.float32, copy=True))
+    def add(self, blob: np.ndarray, iteration: int, snapshot_id: int | None = None) -> Snapshot:
+        """Freeze ``blob`` as a new opponent (evicting the oldest beyond capacity); ids count up unless given."""
+        snapshot_id = self.next_id if snapshot_id is None else snapshot_id
+        snapshot = Snapshot(snapshot_id, iteration, np.array(blob, np.float32, copy=True))
         self.snapshots[snapshot.id] = snapshot
-        self.next_id += 1
+        self.next_id = max(self.next_id, snapshot_id) + 1
         while len(self.snapshots) > self.settings.capacity:
             self.snapshots.popitem(last=False)
         self.last_add_iteration = iteration

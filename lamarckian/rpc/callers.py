@@ -19,7 +19,7 @@ import time
 from typing import Any as Value, Iterable, Iterator, Sequence
 
 from .connection import Connection
-from .errors import ActorDiedError
+from .errors import ActorDiedError, RemoteError
 from .link import Link, raise_remote
 from .settings import RpcSettings
 from .wire import Kind
@@ -180,6 +180,60 @@ class Any(_Caller):
             for connection, request_id in in_flight:  # abandoned by an error or a closed generator
                 self._busy[connection] -= 1
                 self.link.forget(request_id)
+
+    def as_completed(self, calls: Iterable[Sequence[Value]], *, depth: int = 1
+                     ) -> Iterator[tuple[Sequence[Value], Value | BaseException]]:
+        """Like ``map(calls, ordered=False)``, but one failure does not end the stream: yields ``(call,
+        outcome)`` as calls finish, ``outcome`` being the result, the :class:`RemoteError` the method raised, or
+        :class:`ActorDiedError` when its actor died. Calls on other actors keep running; a dead actor gets no
+        more calls (:meth:`add` a replacement and it is kept busy from the next call on)."""
+        pending = iter(calls)
+        in_flight: dict[tuple[Connection, int], Sequence[Value]] = {}
+        exhausted = False
+        try:
+            while True:
+                while not exhausted and len(in_flight) < depth * sum(c.alive for c in self.link.connections):
+                    call = next(pending, None)
+                    if call is None:
+                        exhausted = True
+                        break
+                    in_flight[self.submit(call[0], *call[1:])] = call
+                if not in_flight:
+                    if exhausted:
+                        return
+                    self._pick()  # raises ActorDiedError: calls are left but no actor is alive
+                finished, died = self._wait_some(in_flight)
+                for ticket in finished:
+                    call = in_flight.pop(ticket)
+                    try:
+                        outcome: Value | BaseException = self.result(ticket)
+                    except RemoteError as error:
+                        outcome = error
+                    yield call, outcome
+                for ticket, error in died:
+                    self._busy[ticket[0]] -= 1
+                    yield in_flight.pop(ticket), error
+        finally:
+            for connection, request_id in in_flight:
+                self._busy[connection] -= 1
+                self.link.forget(request_id)
+
+    def _wait_some(self, in_flight: Iterable[tuple[Connection, int]]
+                   ) -> tuple[list[tuple[Connection, int]], list[tuple[tuple[Connection, int], ActorDiedError]]]:
+        """Block until some of ``in_flight`` finished or lost their actor: (finished, [(ticket, error)])."""
+        while True:
+            finished, died = [], []
+            for ticket in in_flight:
+                if self.link.done(ticket[1]):
+                    finished.append(ticket)
+                    continue
+                try:
+                    self.link.check_alive(ticket[1])
+                except ActorDiedError as error:
+                    died.append((ticket, error))
+            if finished or died:
+                return finished, died
+            self.link.pump(None)
 
     def _harvest(self, in_flight: "collections.deque[tuple[Connection, int]]", ordered: bool) -> Iterator[Value]:
         """Wait for at least one reply; yield what can be yielded in the requested order."""

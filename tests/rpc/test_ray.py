@@ -120,6 +120,26 @@ def test_sigkill_during_any_map(ray_local):
     someone.close()
 
 
+def test_as_completed_survives_a_killed_actor(ray_local):
+    someone, victim, started = doomed(Any, ray_local, 2, 0)
+    calls = [("sleep", 0.2)] * 12 + [("fail", "boom")]
+    outcomes, replaced = [], False
+    for call, outcome in someone.as_completed(calls):
+        outcomes.append((call, outcome))
+        if isinstance(outcome, ActorDiedError) and not replaced:
+            someone.remove(outcome.actor)
+            someone.add(spawn(ray_local, 1, first_tag=3)[0])  # kept busy from the next call on
+            replaced = True
+    died = [c for c, o in outcomes if isinstance(o, ActorDiedError)]
+    failed = [o for c, o in outcomes if isinstance(o, RemoteError)]
+    assert replaced and len(died) >= 1 and time.monotonic() - started < 12 * 0.2 + TIMEOUT
+    assert len(outcomes) == len(calls)  # every call answered once: a result, the remote error or the death
+    assert len(failed) == 1 and "boom" in str(failed[0])
+    slept = [o for c, o in outcomes if c[0] == "sleep" and not isinstance(o, ActorDiedError)]
+    assert len(slept) == 12 - len(died) and 3 in slept  # the replacement (tag 3) took calls
+    someone.close()
+
+
 def test_sigkill_during_gather(ray_local):
     actors = spawn(ray_local, 2, first_tag=20)
     gather = Gather(All(actors, settings=SETTINGS))

@@ -1,0 +1,243 @@
+"""The evolution engine: P learner processes kept busy by ``Any.as_completed`` (no generation barrier), the
+algorithm asked for the next individual whenever one is free and told each round's outcome; records and the
+population checkpoint are written as reports arrive. A learner that dies is replaced and its individual trained
+again from the population's stored state; a restarted run resumes from the newest population checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from .. import rpc
+from ..config import Expression
+from ..record import Checkpoints, Progress, format_number
+from .base import Algorithm
+from .individual import Individual
+from .nsga_ii import NSGA2, NSGA2Settings
+from .pbt import PBT, PBTSettings
+from .records import Boards, Lineage, save_weights, write_front
+from .space import SearchSpace
+from .tournament import Tournament, TournamentSettings
+from .worker import PopulationLearner
+
+log = logging.getLogger(__name__)
+ALGORITHMS = ("pbt", "nsga_ii", "tournament")
+
+
+def build_algorithm(config: Mapping[str, Any], space: SearchSpace) -> Algorithm:
+    """The algorithm named by ``ec.algorithm`` with its settings section."""
+    ec = config["ec"]
+    name, size, objectives, seed = ec["algorithm"], int(ec["population"]), list(ec["objectives"]), int(config["seed"])
+    if not objectives:
+        raise ValueError("ec.objectives must name at least one objective")
+    if name == "pbt":
+        return PBT(space, size, objectives, seed, PBTSettings.from_mapping(ec["pbt"]))
+    if name == "nsga_ii":
+        return NSGA2(space, size, objectives, seed, NSGA2Settings.from_mapping(ec["nsga_ii"]))
+    if name == "tournament":
+        return Tournament(space, size, objectives, seed, TournamentSettings.from_mapping(ec["tournament"]))
+    raise ValueError(f"ec.algorithm={name!r}: expected one of {ALGORITHMS}")
+
+
+class Evolution:
+    """Runs ``ec.algorithm`` over ``ec.population`` individuals with ``ec.learners`` learner processes.
+
+    Args:
+        config: the resolved configuration (loaded with ``ranges=True``).
+        run: the run directory (None: nothing on disk).
+    """
+
+    def __init__(self, config: Mapping[str, Any], run: Path | None) -> None:
+        ec = config["ec"]
+        self.space = SearchSpace.from_config(config)
+        self.config = self.space.base
+        self.algorithm = build_algorithm(self.config, self.space)
+        size = int(ec["population"])
+        self.learner_count = int(ec["learners"] or size)
+        if not 1 <= self.learner_count <= size:
+            raise ValueError(f"ec.learners must be between 1 and ec.population ({size}), got {self.learner_count}")
+        self.stop_rule = Expression(ec["stop"])
+        Expression(ec["train"]["stopper"])
+        self.folder = run
+        self.local = bool(config["ray"]["local_mode"])
+        self.checkpoints = Checkpoints(run / "population", int(ec["checkpoint"]["keep"])) if run else None
+        self.checkpoint_interval = float(ec["checkpoint"]["interval"])
+        self.lineage = Lineage(run / "lineage.jsonl") if run else None
+        self.boards = Boards(None)
+        self.progress = Progress(False)
+        self.elapsed = 0.0
+        self.trained = self.cost = self.replaced = self.spawned = 0
+        self.learners: list[Any] = []
+        self.someone: rpc.Any | None = None
+        self.in_flight: dict[int, Individual] = {}
+        self.rate = 0.0  # env steps per second over the last few reports
+        self._clock_start = time.monotonic()
+        self.algorithm.clock = self.clock
+
+    def clock(self) -> float:
+        """Seconds of evolution, resumed runs included."""
+        return time.monotonic() - self._clock_start
+
+    # ---- state ---------------------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"algorithm": self.algorithm.state_dict(), "elapsed": self.clock(), "trained": self.trained,
+                "cost": self.cost}
+
+    def resume(self) -> Path | None:
+        """Load the newest good population checkpoint, if any."""
+        found = self.checkpoints.load_newest() if self.checkpoints is not None else None
+        if found is None:
+            return None
+        path, state = found
+        self.algorithm.load_state_dict(state["algorithm"])
+        self.trained, self.cost = int(state["trained"]), int(state["cost"])
+        self._clock_start = time.monotonic() - float(state["elapsed"])
+        return path
+
+    def save(self) -> None:
+        if self.checkpoints is None:
+            return
+        self.checkpoints.save(self.trained, self.state_dict())
+        members = self.algorithm.members()
+        evaluated = [m for m in members if m.evaluated and m.state is not None]
+        if evaluated:
+            save_weights(self.folder / "best.pt", max(evaluated, key=lambda m: m.fitness), self.config)
+        if isinstance(self.algorithm, NSGA2):
+            write_front(self.folder, self.algorithm.front(), members, self.algorithm.objective_names, self.config)
+
+    # ---- learners ------------------------------------------------------------------------------------------
+    def _spawn(self) -> Any:
+        arguments = (dict(self.config), self.spawned)
+        self.spawned += 1
+        if self.local:
+            return PopulationLearner(*arguments)
+        import ray
+
+        cpus = float(self.config["ec"]["learner_cpus"])
+        return ray.remote(num_cpus=cpus, max_restarts=0)(PopulationLearner).remote(*arguments)
+
+    def start(self) -> None:
+        self.learners = [self._spawn() for _ in range(self.learner_count)]
+        self.someone = rpc.Any(self.learners, settings=rpc.RpcSettings.from_mapping(self.config["rpc"]))
+
+    def _replace(self, error: rpc.ActorDiedError, individual: Individual) -> None:
+        """Swap a dead learner for a new one; its individual is trained again from its stored state."""
+        dead = self.someone._connection(error.actor).handle
+        self.someone.remove(error.actor)
+        self._kill(dead)
+        replacement = self._spawn()
+        self.someone.add(replacement)
+        self.learners = [replacement if learner is dead else learner for learner in self.learners]
+        self.algorithm.retry(individual)
+        self.replaced += 1
+        self.progress.print(f"learner died ({error.actor}) while training individual {individual.id}; replaced it "
+                            f"({self.replaced} so far), the individual restarts from the population checkpoint")
+
+    def _kill(self, learner: Any) -> None:
+        if self.local:
+            learner.close()
+            return
+        import ray
+
+        try:
+            ray.kill(learner, no_restart=True)
+        except Exception as error:  # noqa: BLE001 - already gone
+            log.debug("killing learner: %s", error)
+
+    def close(self) -> None:
+        if self.someone is not None:
+            self.someone.close()
+            self.someone = None
+        for learner in self.learners:
+            self._kill(learner)
+        self.learners = []
+        self.boards.close()
+        self.progress.close()
+
+    # ---- the loop ------------------------------------------------------------------------------------------
+    def should_stop(self) -> bool:
+        """``ec.stop`` over self.time (s), self.trained (rounds), self.cost (env steps), self.best (fitness)."""
+        fitness = [m.fitness for m in self.algorithm.members() if m.evaluated]
+        names = {"time": self.clock(), "trained": self.trained, "cost": self.cost,
+                 "best": max(fitness) if fitness else -math.inf}
+        return bool(self.stop_rule.evaluate({"self": names}))
+
+    def _calls(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        while not self.should_stop():
+            individual = self.algorithm.ask()
+            self.in_flight[individual.id] = individual
+            yield "train", self._task(individual)
+
+    def _task(self, individual: Individual) -> dict[str, Any]:
+        task = individual.task()
+        if self.config["ec"]["selfplay"]:
+            task["opponents"] = {m.id: m.state["model"] for m in self.algorithm.members()
+                                 if m.id != individual.id and m.state is not None}
+        return task
+
+    def run(self) -> list[Individual]:
+        """Evolve until ``ec.stop`` holds (rounds in flight then finish); the final population."""
+        ec = self.config["ec"]
+        if self.folder is not None and self.config["evaluator"]["tensorboard"]:
+            self.boards = Boards(self.folder / "tensorboard")
+        self.progress = Progress(self.config["evaluator"]["progress"])
+        if self.someone is None:
+            self.start()
+        self.progress.print(f"evolving: {ec['algorithm']}, population {ec['population']}, {self.learner_count} "
+                            f"learners × {self.config['sample']['actors']} actors, searching "
+                            f"{', '.join(d.key for d in self.space) or 'nothing'}; run directory {self.folder}")
+        last_save, window = time.monotonic(), (time.monotonic(), self.cost)
+        for call, outcome in self.someone.as_completed(self._calls()):
+            individual = self.in_flight.pop(call[1]["id"])
+            if isinstance(outcome, rpc.ActorDiedError):
+                self._replace(outcome, individual)
+                continue
+            if isinstance(outcome, BaseException):
+                raise outcome
+            self._record(individual, outcome)
+            if time.monotonic() - window[0] >= 5.0:
+                self.rate = (self.cost - window[1]) / (time.monotonic() - window[0])
+                window = (time.monotonic(), self.cost)
+            self._show()
+            if time.monotonic() - last_save >= self.checkpoint_interval:
+                self.save()
+                last_save = time.monotonic()
+        self.save()
+        members = self.algorithm.members()
+        best = max((m for m in members if m.evaluated), key=lambda m: m.fitness, default=None)
+        self.progress.print(f"done after {self.trained} rounds, {format_number(self.cost)} env steps, "
+                            f"{self.clock():.0f}s" + (f"; best: individual {best.id}, fitness {best.fitness:.3g}, "
+                                                      f"{_format(best.hparams)}" if best else ""))
+        return members
+
+
+    def _record(self, individual: Individual, report: Mapping[str, Any]) -> None:
+        self.algorithm.tell(individual, report)
+        self.trained += 1
+        self.cost += int(report["cost"])
+        row = {**individual.lineage_row(), "time": round(self.clock(), 3), "learner": int(report["learner"]),
+               "node": str(report["node"]), "round_seconds": round(float(report["seconds"]), 3),
+               "round_cost": int(report["cost"])}
+        if self.lineage is not None:
+            self.lineage.write(row)
+        training = {f"train/{k}": float(v) for k, v in report["training"].items()}
+        self.boards.individual(individual, self.algorithm.objective_names, training)
+        self.boards.population_step(self.cost, self.algorithm.members(),
+                                    {"trained": self.trained, "fps": self.rate, "replaced": self.replaced})
+        self.progress.print(f"[{self.clock():6.0f}s] individual {individual.id} (parent {individual.parent}, "
+                            f"{individual.operator}, age {individual.age}): fitness {individual.fitness:.3g}"
+                            f" | {_format(individual.hparams)}")
+
+    def _show(self) -> None:
+        fitness = [m.fitness for m in self.algorithm.members() if m.evaluated]
+        self.progress.update({"best": f"{max(fitness):.3g}" if fitness else "-", "rounds": str(self.trained),
+                              "steps": format_number(self.cost), "sps": format_number(self.rate),
+                              "training": str(len(self.in_flight)), "time": f"{self.clock():.0f}s"})
+
+
+def _format(hparams: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in hparams.items())

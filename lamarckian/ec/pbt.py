@@ -1,0 +1,81 @@
+"""Population-based training (Jaderberg et al. 2017), asynchronous: each member that reports may exploit (copy
+a better member's weights, optimizer state and hyper-parameters) and explore (perturb or resample them)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+from .base import SlotAlgorithm
+from .individual import Individual
+from .operators import quantiles, significantly_better
+from .space import SearchSpace
+
+EXPLOITS = ("truncation", "ttest", "none")
+EXPLORES = ("perturb", "resample")
+
+
+@dataclasses.dataclass(frozen=True)
+class PBTSettings:
+    """``ec.pbt``: see lamarckian.yml."""
+
+    quantile: float = 0.2
+    exploit: str = "truncation"
+    significance: float = 0.05
+    explore: str = "perturb"
+    factors: tuple[float, ...] = (0.8, 1.2)
+    resample: float = 0.25
+    ready: int = 1
+
+    def __post_init__(self) -> None:
+        if self.exploit not in EXPLOITS:
+            raise ValueError(f"ec.pbt.exploit={self.exploit!r}: expected one of {EXPLOITS}")
+        if self.explore not in EXPLORES:
+            raise ValueError(f"ec.pbt.explore={self.explore!r}: expected one of {EXPLORES}")
+        if not 0 < self.quantile <= 0.5:
+            raise ValueError(f"ec.pbt.quantile must be in (0, 0.5], got {self.quantile}")
+        if not self.factors:
+            raise ValueError("ec.pbt.factors must list at least one factor")
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any]) -> "PBTSettings":
+        return cls(**{**mapping, "factors": tuple(float(f) for f in mapping["factors"])})
+
+
+class PBT(SlotAlgorithm):
+    """Truncation (or Welch t-test) exploit and perturb/resample explore over ``size`` members.
+    ``exploit: none`` trains every member with its initial hyper-parameters (a random-search baseline)."""
+
+    name = "pbt"
+
+    def __init__(self, space: SearchSpace, size: int, objectives: list[str], seed: int,
+                 settings: PBTSettings) -> None:
+        super().__init__(space, size, objectives, seed)
+        self.settings = settings
+
+    def replace(self, slot: int) -> Individual | None:
+        settings, member = self.settings, self.slots[slot]
+        ready = [i for i, m in enumerate(self.slots) if m.evaluated and m.age >= settings.ready]
+        if settings.exploit == "none" or slot not in ready or len(ready) < 2:
+            return None
+        bottom, top = quantiles([self.slots[i].fitness for i in ready], settings.quantile)
+        if slot not in [ready[i] for i in bottom]:
+            return None
+        donor = self.slots[ready[top[int(self.random.integers(len(top)))]]]
+        if settings.exploit == "ttest" and not significantly_better(donor.episodes, member.episodes,
+                                                                    settings.significance):
+            return None
+        return donor.child(self.new_id(), f"exploit+{settings.explore}", self.explore(donor.hparams), self.clock())
+
+    def explore(self, hparams: Mapping[str, float | int]) -> dict[str, float | int]:
+        """Perturb each searched value by a random factor (clipped to its range); with ``explore: resample`` each
+        is instead redrawn from its range with probability ``resample``."""
+        explored = {}
+        for dimension in self.space:
+            value = hparams[dimension.key]
+            if self.settings.explore == "resample" and self.random.random() < self.settings.resample:
+                explored[dimension.key] = dimension.sample(self.random)
+            else:
+                factor = self.settings.factors[int(self.random.integers(len(self.settings.factors)))]
+                explored[dimension.key] = dimension.clip(value * factor)
+        return explored

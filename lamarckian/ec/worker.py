@@ -1,0 +1,167 @@
+"""A learner process of evolve.py: trains whichever individual it is given for one round and reports back.
+
+It keeps its sampling actors between rounds (a new individual's weights are sent to them) and restarts them only
+when the individual changes what they run (the ``mdp``, ``model`` or ``sample`` sections, ``rl.swap``,
+``rl.opponent.rule``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import socket
+import time
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from .. import rpc
+from ..config import Expression
+from ..model import to_blob
+from ..rl import Learner
+from ..rl.evaluator import Evaluator
+from .space import SearchSpace
+
+#: config sections the sampling actors are built from: a change restarts them.
+ACTOR_SECTIONS = ("mdp", "model", "sample")
+
+
+def round_config(base: Mapping[str, Any], hparams: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """The learner's config for one individual: the base with its hyper-parameters and seed; no periodic
+    evaluation, no files, no terminal display (the engine records everything)."""
+    config = SearchSpace(base, []).apply(hparams)
+    config["seed"] = int(seed)
+    config["evaluator"] = {**config["evaluator"], "episodes": 0, "terminate": None, "tensorboard": False,
+                           "progress": False}
+    return config
+
+
+def actor_fingerprint(config: Mapping[str, Any]) -> str:
+    rl = config["rl"]
+    return json.dumps([{k: config[k] for k in ACTOR_SECTIONS}, rl["swap"], rl["opponent"]["rule"]],
+                      sort_keys=True, default=str)
+
+
+def owned(value: Any) -> Any:
+    """A deep copy whose tensors and arrays own their memory (received ones are views of network buffers)."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, dict):
+        return {k: owned(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(owned(v) for v in value)
+    return value
+
+
+class RoundStopper:
+    """``ec.train.stopper`` over counters since the round started, divided by the round's ``scale``:
+    ``self.cost`` (env steps), ``self.iteration``, ``self.time`` (s), ``self.plateau`` (iterations since the
+    training fitness last improved) and ``self.training.<mean>``."""
+
+    def __init__(self, source: str, learner: Learner, scale: float) -> None:
+        self.rule = Expression(source)
+        self.scale = max(float(scale), 1e-9)
+        self.cost, self.iteration, self.started = learner.cost, learner.iteration, time.monotonic()
+        self.best, self.since_best = -math.inf, 0
+
+    def __call__(self, learner: Learner) -> bool:
+        fitness = learner.training.get("fitness", math.nan)
+        if not math.isnan(fitness) and fitness > self.best:
+            self.best, self.since_best = fitness, 0
+        else:
+            self.since_best += 1
+        names = {"cost": (learner.cost - self.cost) / self.scale,
+                 "iteration": (learner.iteration - self.iteration) / self.scale,
+                 "time": (time.monotonic() - self.started) / self.scale, "plateau": self.since_best,
+                 "training": dict(learner.training)}
+        return bool(self.rule.evaluate({"self": names}))
+
+
+@rpc.any
+class PopulationLearner:
+    """Trains individuals round by round with its own fleet of ``sample.actors`` actors.
+
+    Args:
+        config: the run's base configuration (search ranges replaced by values).
+        index: this learner's number (for records).
+    """
+
+    def __init__(self, config: Mapping[str, Any], index: int) -> None:
+        self.base = config
+        self.index = index
+        self.learner: Learner | None = None
+        self.fingerprint = ""
+
+    def _learner_for(self, config: dict[str, Any]) -> Learner:
+        fingerprint = actor_fingerprint(config)
+        if self.learner is not None and fingerprint == self.fingerprint:
+            self.learner.configure(config)
+            return self.learner
+        if self.learner is not None:
+            self.learner.close()
+        self.learner, self.fingerprint = Learner(config, None), fingerprint
+        return self.learner
+
+    def train(self, task: Mapping[str, Any]) -> dict[str, Any]:
+        """One round for the individual ``task`` (see :meth:`Individual.task`): load its state, train until the
+        stopper holds, evaluate ``sample.eval`` episodes. Returns the learned state and the scores."""
+        config = round_config(self.base, task["hparams"], task["seed"])
+        learner = self._learner_for(config)
+        if task.get("state") is not None:
+            version = learner.version
+            learner.load_state_dict(owned(task["state"]))
+            learner.version = version
+            if "train.lr" in task["hparams"]:
+                learner.ppo._set_lr(float(task["hparams"]["train.lr"]))
+        if task.get("weight_noise"):
+            generator = torch.Generator().manual_seed(int(task["id"]))
+            with torch.no_grad():
+                for parameter in learner.model.parameters():
+                    parameter.add_(torch.randn(parameter.shape, generator=generator) * float(task["weight_noise"]))
+        if task.get("opponents"):
+            learner.play_against(self._blobs(learner, task["opponents"]))
+        learner.publish()
+        started, cost, iterations = time.monotonic(), learner.cost, learner.iteration
+        learner.train(stop=RoundStopper(config["ec"]["train"]["stopper"], learner, task.get("scale", 1.0)))
+        evaluator = Evaluator({"interval": 0.0, "episodes": int(config["sample"]["eval"]),
+                               "opponent": config["evaluator"]["opponent"], "terminate": None})
+        summary = learner._call_all(lambda: evaluator.evaluate(learner.everyone)) if evaluator.episodes else {}
+        state = learner.state_dict()
+        state.pop("config")
+        if task.get("opponents"):
+            state["pool"] = None  # the population was the pool: nothing of it belongs to the individual
+        return {"id": task["id"], "state": state, "summary": summary,
+                "episodes": [float(r["fitness"]) for r in evaluator.results], "training": dict(learner.training),
+                "cost": learner.cost - cost, "iterations": learner.iteration - iterations,
+                "seconds": time.monotonic() - started, "learner": self.index, "node": _node()}
+
+    @staticmethod
+    def _blobs(learner: Learner, opponents: Mapping[int, Mapping[str, torch.Tensor]]) -> dict[int, np.ndarray]:
+        """Weight blobs of the other members (sent as model state dicts)."""
+        scratch = copy.deepcopy(learner.model)
+        blobs = {}
+        for member_id, model_state in opponents.items():
+            scratch.load_state_dict(owned(model_state))
+            blobs[int(member_id)] = to_blob(scratch)
+        return blobs
+
+    def close(self) -> None:
+        if self.learner is not None:
+            self.learner.close()
+            self.learner = None
+
+
+def _node() -> str:
+    """The Ray node id this process runs on (the host name outside Ray)."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            return ray.get_runtime_context().get_node_id()
+    except ImportError:
+        pass
+    return socket.gethostname()
