@@ -73,9 +73,11 @@ class Boards:
 
 
 def save_weights(path: Path, individual: Individual, config: Mapping[str, Any]) -> None:
-    """An individual's weights as a train.py-style checkpoint (``model``, ``config``) plus its scores."""
+    """An individual's weights as a train.py-style checkpoint (``model``, counters, ``config``) plus its scores."""
     state = individual.state or {}
-    payload = {"model": state.get("model"), "hparams": dict(individual.hparams), "fitness": individual.fitness,
+    payload = {"model": state.get("model"), "iteration": int(state.get("iteration", 0)),
+               "cost": int(state.get("cost", 0)), "elapsed": float(state.get("elapsed", 0.0)),
+               "hparams": dict(individual.hparams), "fitness": individual.fitness,
                "objectives": list(individual.objectives), "id": individual.id, "config": config}
     atomic_write(path, lambda stream: torch.save(payload, stream))
 

@@ -132,8 +132,8 @@ class PopulationLearner:
         summary = learner._call_all(lambda: evaluator.evaluate(learner.everyone)) if evaluator.episodes else {}
         state = learner.state_dict()
         state.pop("config")
-        if task.get("opponents"):
-            state["pool"] = None  # the population was the pool: nothing of it belongs to the individual
+        if "opponents" in task:
+            state["pool"] = None  # population self-play: the pool is the population, not the individual's
         return {"id": task["id"], "state": state, "summary": summary,
                 "episodes": [float(r["fitness"]) for r in evaluator.results], "training": dict(learner.training),
                 "cost": learner.cost - cost, "iterations": learner.iteration - iterations,
