@@ -71,6 +71,7 @@ class Evolution:
         self.progress = Progress(False)
         self.elapsed = 0.0
         self.trained = self.cost = self.replaced = self.spawned = 0
+        self.restarted: list[int] = []  # individuals whose learner died mid-round
         self.learners: list[Any] = []
         self.someone: rpc.Any | None = None
         self.in_flight: dict[int, Individual] = {}
@@ -133,6 +134,7 @@ class Evolution:
         self.someone.add(replacement)
         self.learners = [replacement if learner is dead else learner for learner in self.learners]
         self.algorithm.retry(individual)
+        self.restarted.append(individual.id)
         self.replaced += 1
         self.progress.print(f"learner died ({error.actor}) while training individual {individual.id}; replaced it "
                             f"({self.replaced} so far), the individual restarts from the population checkpoint")
