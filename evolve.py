@@ -1,8 +1,9 @@
 #!/usr/bin/env python
 """Evolve a population of learners: ``python evolve.py [-c FILE ...] [-m key.path=value ...] [-d | -D] [--debug]``.
 
-With no arguments: a small PBT (4 learners) on the built-in Pong on this machine. ``-c ec/ea/<name>.yml`` picks
-the algorithm (pbt, nsga_ii, tournament); any learning key given ``[lo, hi]`` is searched. See README "Evolution".
+Without ``-c``, the files are ``ec/ea/pbt.yml ec/wrap/mdp.yml``: a small PBT (4 learners, one actor each) on the
+built-in Pong on this machine. ``-c ec/ea/<name>.yml`` picks the algorithm (pbt, nsga_ii, tournament); any
+learning key given ``[lo, hi]`` is searched. See README "Evolution".
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any, Mapping, Sequence
 
 from lamarckian.cli import prepare_run, run_arguments, start_ray
 from lamarckian.config import ConfigError, load
+
+DEFAULT_FILES = ["ec/ea/pbt.yml", "ec/wrap/mdp.yml"]
 
 
 def local_cpus(config: Mapping[str, Any]) -> float:
@@ -28,7 +31,7 @@ def local_cpus(config: Mapping[str, Any]) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     args = run_arguments("evolve.py", __doc__, argv)
     try:
-        config = load(args.config, args.modify, ranges=True)
+        config = load(args.config or DEFAULT_FILES, args.modify, ranges=True)
         if args.debug:
             config["ray"]["local_mode"] = True
         from lamarckian.ec import Evolution

@@ -19,7 +19,7 @@ from .base import Algorithm
 from .individual import Individual
 from .nsga_ii import NSGA2, NSGA2Settings
 from .pbt import PBT, PBTSettings
-from .records import Boards, Lineage, save_weights, write_front
+from .records import Boards, Lineage, plot_lineage, save_weights, write_front
 from .space import SearchSpace
 from .tournament import Tournament, TournamentSettings
 from .worker import PopulationLearner
@@ -127,7 +127,7 @@ class Evolution:
 
     def _replace(self, error: rpc.ActorDiedError, individual: Individual) -> None:
         """Swap a dead learner for a new one; its individual is trained again from its stored state."""
-        dead = self.someone._connection(error.actor).handle
+        dead = self.someone.handle(error.actor)
         self.someone.remove(error.actor)
         self._kill(dead)
         replacement = self._spawn()
@@ -209,6 +209,8 @@ class Evolution:
                 self.save()
                 last_save = time.monotonic()
         self.save()
+        if self.lineage is not None:
+            plot_lineage(self.lineage.read(), self.folder / "lineage.png")
         members = self.algorithm.members()
         best = max((m for m in members if m.evaluated), key=lambda m: m.fitness, default=None)
         self.progress.print(f"done after {self.trained} rounds, {format_number(self.cost)} env steps, "

@@ -52,9 +52,12 @@ class Individual:
 
     def child(self, new_id: int, operator: str, hparams: Mapping[str, float | int], born: float,
               parents: Sequence[int] = ()) -> "Individual":
-        """A new individual that starts from this one's learned state with ``hparams``."""
+        """A new individual that starts from this one's learned state with ``hparams``. Until it reports, it
+        stands with this one's scores (the scores of the weights it starts from) but is not ``evaluated``."""
         return Individual(id=new_id, hparams=dict(hparams), parent=self.id, parents=list(parents) or [self.id],
-                          operator=operator, state=self.state, seed=self.seed, age=0, cost=self.cost, born=born)
+                          operator=operator, state=self.state, seed=self.seed, fitness=self.fitness,
+                          objectives=list(self.objectives), summary=dict(self.summary), episodes=list(self.episodes),
+                          age=0, cost=self.cost, born=born)
 
     def task(self) -> dict[str, Any]:
         """What the learner needs for a round (sent over RPC: arrays, tensors, numbers, strings only)."""

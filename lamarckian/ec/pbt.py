@@ -4,6 +4,7 @@ a better member's weights, optimizer state and hyper-parameters) and explore (pe
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Mapping
 
 from .base import SlotAlgorithm
@@ -54,14 +55,18 @@ class PBT(SlotAlgorithm):
         self.settings = settings
 
     def replace(self, slot: int) -> Individual | None:
+        """Exploit if the reporting member has trained ``ready`` rounds and ranks in the bottom quantile of every
+        scored member (a child not yet trained stands with its donor's scores)."""
         settings, member = self.settings, self.slots[slot]
-        ready = [i for i, m in enumerate(self.slots) if m.evaluated and m.age >= settings.ready]
-        if settings.exploit == "none" or slot not in ready or len(ready) < 2:
+        if settings.exploit == "none" or member.age < settings.ready:
             return None
-        bottom, top = quantiles([self.slots[i].fitness for i in ready], settings.quantile)
-        if slot not in [ready[i] for i in bottom]:
+        scored = [i for i, m in enumerate(self.slots) if not math.isnan(m.fitness)]
+        if len(scored) < 2:
             return None
-        donor = self.slots[ready[top[int(self.random.integers(len(top)))]]]
+        bottom, top = quantiles([self.slots[i].fitness for i in scored], settings.quantile)
+        if slot not in [scored[i] for i in bottom]:
+            return None
+        donor = self.slots[scored[top[int(self.random.integers(len(top)))]]]
         if settings.exploit == "ttest" and not significantly_better(donor.episodes, member.episodes,
                                                                     settings.significance):
             return None

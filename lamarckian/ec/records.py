@@ -102,6 +102,17 @@ def write_front(root: Path, front: Sequence[Individual], members: Sequence[Indiv
         plot_front(root / "front.png", front, members, names)
 
 
+def save_figure(figure: Any, path: Path) -> None:
+    """Write a matplotlib figure as PNG atomically (a reader never sees half an image) and close it."""
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, dpi=110)
+    plt.close(figure)
+    atomic_write(path, lambda stream: stream.write(buffer.getvalue()))
+
+
 def plot_front(path: Path, front: Sequence[Individual], members: Sequence[Individual], names: Sequence[str]) -> None:
     """Scatter of the first two objectives: every member, the front joined by a line."""
     import matplotlib
@@ -123,15 +134,12 @@ def plot_front(path: Path, front: Sequence[Individual], members: Sequence[Indivi
     axes.set_ylabel(names[1])
     axes.legend()
     axes.grid(alpha=0.3)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, dpi=110)
-    plt.close(figure)
-    atomic_write(path, lambda stream: stream.write(buffer.getvalue()))
+    save_figure(figure, path)
 
 
 def plot_lineage(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """The family tree: each individual's fitness over time, a line from its parent's last round to its own."""
+    """The family tree from ``lineage.jsonl`` rows: each round's fitness over time (colour: individual id), a
+    line from the individual's previous round, or from its parent's last round, to this one."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -155,6 +163,4 @@ def plot_lineage(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
     axes.set_xlabel("time (s)")
     axes.set_ylabel("fitness")
     axes.grid(alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path)

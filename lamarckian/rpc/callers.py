@@ -51,6 +51,10 @@ class _Caller:
         """Drop an actor (by handle, or by index): a dead one, or one no longer wanted."""
         self.link.detach(self._connection(actor))
 
+    def handle(self, actor: Value) -> Value:
+        """The handle of an actor given by name (as in :class:`ActorDiedError`), index or handle."""
+        return self._connection(actor).handle
+
     def _connection(self, actor: Value) -> Connection:
         if isinstance(actor, int):
             return self.link.connections[actor]

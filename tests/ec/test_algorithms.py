@@ -48,7 +48,7 @@ def test_pbt_truncation_copies_the_top_and_perturbs():
     assert child.hparams["train.lr"] in (pytest.approx(donor["train.lr"] * 0.8), pytest.approx(donor["train.lr"] * 1.2))
     assert child.hparams["rl.ppo.epochs"] in (max(1, min(8, round(donor["rl.ppo.epochs"] * f))) for f in (0.8, 1.2))
     assert pbt.ask() is pbt.slots[1]  # idle slots are handed out in order, the exploited one last
-    assert math.isnan(child.fitness)
+    assert child.fitness == 4.0 and not child.evaluated  # stands with its donor's score until it reports
 
 
 def test_pbt_exploit_none_keeps_hyperparameters_and_weights():

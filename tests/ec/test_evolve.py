@@ -65,7 +65,7 @@ def test_pbt_replaces_a_killed_learner_and_goes_on(ray_local, tmp_path):
     assert newest["trained"] == evolution.trained and len(newest["algorithm"]["slots"]) == 3
     best = torch.load(tmp_path / "best.pt", weights_only=True)
     assert best["fitness"] == max(m.fitness for m in members) and "model" in best
-    assert (tmp_path / "tensorboard" / "population").is_dir()
+    assert (tmp_path / "tensorboard" / "population").is_dir() and (tmp_path / "lineage.png").stat().st_size > 1000
 
 
 def test_killed_evolve_py_resumes(tmp_path):
