@@ -114,16 +114,21 @@ class SearchSpace:
     def from_unit(self, units: np.ndarray) -> dict[str, float | int]:
         return {d.key: d.from_unit(u) for d, u in zip(self.dimensions, units)}
 
-    def apply(self, values: Mapping[str, Any], base: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def apply(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """A copy of the base config with each ``key.path: value`` set."""
-        config = copy.deepcopy(dict(base if base is not None else self.base))
-        for key, value in values.items():
-            *parents, leaf = key.split(".")
-            node = config
-            for part in parents:
-                node = node[part]
-            node[leaf] = value
-        return config
+        return with_values(self.base, values)
+
+
+def with_values(config: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of ``config`` with each dotted ``key.path: value`` of ``values`` set."""
+    config = copy.deepcopy(dict(config))
+    for key, value in values.items():
+        *parents, leaf = key.split(".")
+        node = config
+        for part in parents:
+            node = node[part]
+        node[leaf] = value
+    return config
 
 
 def _leaves(config: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:

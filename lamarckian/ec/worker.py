@@ -22,7 +22,7 @@ from ..config import Expression
 from ..model import to_blob
 from ..rl import Learner
 from ..rl.evaluator import Evaluator
-from .space import SearchSpace
+from .space import with_values
 
 #: config sections the sampling actors are built from: a change restarts them.
 ACTOR_SECTIONS = ("mdp", "model", "sample")
@@ -31,7 +31,7 @@ ACTOR_SECTIONS = ("mdp", "model", "sample")
 def round_config(base: Mapping[str, Any], hparams: Mapping[str, Any], seed: int) -> dict[str, Any]:
     """The learner's config for one individual: the base with its hyper-parameters and seed; no periodic
     evaluation, no files, no terminal display (the engine records everything)."""
-    config = SearchSpace(base, []).apply(hparams)
+    config = with_values(base, hparams)
     config["seed"] = int(seed)
     config["evaluator"] = {**config["evaluator"], "episodes": 0, "terminate": None, "tensorboard": False,
                            "progress": False}
