@@ -107,7 +107,7 @@ def test_nsga_ii_on_pong_writes_a_front(tmp_path):
     assert completed.returncode == 0, completed.stderr[-3000:]
     rows = [json.loads(line) for line in (root / "lineage.jsonl").read_text().splitlines()]
     assert len(rows) >= 8 and any(r["operator"] in ("mutation", "sbx+mutation") for r in rows)
-    assert all(0.0 <= r["hparams"]["mdp.idle_reward"] <= 0.02 and len(r["objectives"]) == 2 for r in rows)
+    assert all(0.0 <= r["hparams"]["mdp.idle_reward"] <= 0.05 and len(r["objectives"]) == 2 for r in rows)
     front = (root / "front.csv").read_text().splitlines()
     assert front[0].startswith("id,fitness,fitness,lazy,mdp.idle_reward") and len(front) >= 2
     assert (root / "front.png").stat().st_size > 1000

@@ -62,7 +62,7 @@ def test_weight_noise_perturbs_the_inherited_weights(learner):
 
 def _model(worker: PopulationLearner, model_state: dict) -> torch.nn.Module:
     scratch = copy.deepcopy(worker.learner.model)
-    scratch.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in model_state.items()})
+    scratch.load_state_dict({k: torch.as_tensor(v).clone() for k, v in model_state.items()})
     return scratch
 
 
