@@ -44,6 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     import ray
 
     prepare_run(root, config, args.d, args.D, checkpoints="population")
+    if args.debug:
+        import torch
+
+        torch.autograd.set_detect_anomaly(True)
     resumed = evolution.resume()
     if resumed is not None:
         print(f"resuming from {resumed} ({evolution.trained} rounds, {evolution.cost} env steps)", file=sys.stderr)

@@ -59,7 +59,7 @@ def test_pbt_replaces_a_killed_learner_and_goes_on(ray_local, tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "lineage.jsonl").read_text().splitlines()]
     restarted = evolution.restarted[0]
     assert any(r["id"] == restarted for r in rows[2:])  # the killed round was trained again, from its stored state
-    assert len(rows) == evolution.trained and len({r["learner"] for r in rows}) == 4  # the replacement learner too
+    assert len(rows) == evolution.trained and 3 in {r["learner"] for r in rows}  # the replacement (learner 3) trains
     assert all(set(r) >= {"id", "parent", "operator", "hparams", "fitness", "time"} for r in rows)
     newest = Checkpoints(tmp_path / "population").load_newest()[1]
     assert newest["trained"] == evolution.trained and len(newest["algorithm"]["slots"]) == 3
