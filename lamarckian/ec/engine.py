@@ -104,9 +104,9 @@ class Evolution:
             return
         self.checkpoints.save(self.trained, self.state_dict())
         members = self.algorithm.members()
-        evaluated = [m for m in members if m.evaluated and m.state is not None]
-        if evaluated:
-            save_weights(self.folder / "best.pt", max(evaluated, key=lambda m: m.fitness), self.config)
+        best = best_member(members)
+        if best is not None:
+            save_weights(self.folder / "best.pt", best, self.config)
         if isinstance(self.algorithm, NSGA2):
             write_front(self.folder, self.algorithm.front(), members, self.algorithm.objective_names, self.config)
 
@@ -163,9 +163,9 @@ class Evolution:
     # ---- the loop ------------------------------------------------------------------------------------------
     def should_stop(self) -> bool:
         """``ec.stop`` over self.time (s), self.trained (rounds), self.cost (env steps), self.best (fitness)."""
-        fitness = [m.fitness for m in self.algorithm.members() if m.evaluated]
+        best = best_member(self.algorithm.members())
         names = {"time": self.clock(), "trained": self.trained, "cost": self.cost,
-                 "best": max(fitness) if fitness else -math.inf}
+                 "best": best.fitness if best is not None else -math.inf}
         return bool(self.stop_rule.evaluate({"self": names}))
 
     def _calls(self) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -212,7 +212,7 @@ class Evolution:
         if self.lineage is not None:
             plot_lineage(self.lineage.read(), self.folder / "lineage.png")
         members = self.algorithm.members()
-        best = max((m for m in members if m.evaluated), key=lambda m: m.fitness, default=None)
+        best = best_member(members)
         self.progress.print(f"done after {self.trained} rounds, {format_number(self.cost)} env steps, "
                             f"{self.clock():.0f}s" + (f"; best: individual {best.id}, fitness {best.fitness:.3g}, "
                                                       f"{_format(best.hparams)}" if best else ""))
@@ -234,13 +234,18 @@ class Evolution:
                                     {"trained": self.trained, "fps": self.rate, "replaced": self.replaced})
         self.progress.print(f"[{self.clock():6.0f}s] individual {individual.id} (parent {individual.parent}, "
                             f"{individual.operator}, age {individual.age}): fitness {individual.fitness:.3g}"
-                            f" | {_format(individual.hparams)}")
+                            + (f" | {_format(individual.hparams)}" if individual.hparams else ""))
 
     def _show(self) -> None:
-        fitness = [m.fitness for m in self.algorithm.members() if m.evaluated]
-        self.progress.update({"best": f"{max(fitness):.3g}" if fitness else "-", "rounds": str(self.trained),
+        best = best_member(self.algorithm.members())
+        self.progress.update({"best": f"{best.fitness:.3g}" if best is not None else "-", "rounds": str(self.trained),
                               "steps": format_number(self.cost), "sps": format_number(self.rate),
                               "training": str(len(self.in_flight)), "time": f"{self.clock():.0f}s"})
+
+
+def best_member(members: list[Individual]) -> Individual | None:
+    """The member with the highest fitness that has weights (an untrained child counts with its donor's)."""
+    return max((m for m in members if m.scored and m.state is not None), key=lambda m: m.fitness, default=None)
 
 
 def _format(hparams: Mapping[str, Any]) -> str:

@@ -36,7 +36,13 @@ class Individual:
 
     @property
     def evaluated(self) -> bool:
+        """Trained and evaluated at least once itself."""
         return self.age > 0 and not math.isnan(self.fitness)
+
+    @property
+    def scored(self) -> bool:
+        """Has a fitness: its own, or (an untrained child) that of the weights it starts from."""
+        return not math.isnan(self.fitness)
 
     def absorb(self, report: Mapping[str, Any], objective_names: Sequence[str]) -> None:
         """Write a training round's outcome back into the individual (weights, optimizer, scores)."""

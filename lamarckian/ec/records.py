@@ -59,7 +59,7 @@ class Boards:
         board.close()
 
     def population_step(self, step: int, members: Sequence[Individual], scalars: Mapping[str, float]) -> None:
-        fitness = [m.fitness for m in members if m.evaluated and math.isfinite(m.fitness)]
+        fitness = [m.fitness for m in members if m.scored and math.isfinite(m.fitness)]
         summary = dict(scalars)
         if fitness:
             summary.update({"fitness/best": max(fitness), "fitness/median": float(np.median(fitness))})
