@@ -125,12 +125,13 @@ class Learner:
         self.gather = rpc.Gather(self.everyone, credits=int(self.config["sample"]["credits"]))
 
     def publish(self) -> None:
-        """Send the current weights (as a new version) and the opponent pool to every actor and wait: segments
-        gathered afterwards come from these weights. For a learner whose network was swapped (evolve.py)."""
+        """Send the current weights and the opponent pool to every actor and wait. For a learner whose network
+        was swapped (evolve.py): the version jumps past ``rl.ppo.max_staleness``, so segments still holding steps
+        of the previous network are dropped as stale instead of being learned from."""
         if self.everyone is None:
             self.start_actors()
             return
-        self.version += 1
+        self.version += self.ppo.settings.max_staleness + 1
         blob = to_blob(self.model)
         self._call_all(lambda: self.everyone("set_weights", self.version, blob))
         if self.pool is not None:
