@@ -61,7 +61,6 @@ class Evolution:
         if not 1 <= self.learner_count <= size:
             raise ValueError(f"ec.learners must be between 1 and ec.population ({size}), got {self.learner_count}")
         self.stop_rule = Expression(ec["stop"])
-        Expression(ec["train"]["stopper"])
         self.folder = run
         self.local = bool(config["ray"]["local_mode"])
         self.checkpoints = Checkpoints(run / "population", int(ec["checkpoint"]["keep"])) if run else None

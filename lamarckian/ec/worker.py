@@ -1,8 +1,8 @@
 """A learner process of evolve.py: trains whichever individual it is given for one round and reports back.
 
-It keeps its sampling actors between rounds (a new individual's weights are sent to them) and restarts them only
-when the individual changes what they run (the ``mdp``, ``model`` or ``sample`` sections, ``rl.swap``,
-``rl.opponent.rule``).
+It keeps its sampling actors between rounds (a new individual's weights are sent to them). An individual with other
+``mdp`` settings has the actors rebuild their environments in place; one that changes the ``model`` or ``sample``
+sections, ``rl.swap`` or ``rl.opponent.rule`` (or the players' spaces) gets fresh actors.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from ..rl import Learner
 from ..rl.evaluator import Evaluator
 from .space import with_values
 
-#: config sections the sampling actors are built from: a change restarts them.
-ACTOR_SECTIONS = ("mdp", "model", "sample")
+#: config sections the sampling actors are built from (besides ``mdp``): a change restarts them.
+ACTOR_SECTIONS = ("model", "sample")
 
 
 def round_config(base: Mapping[str, Any], hparams: Mapping[str, Any], seed: int) -> dict[str, Any]:
@@ -98,11 +98,20 @@ class PopulationLearner:
 
     def _learner_for(self, config: dict[str, Any]) -> Learner:
         fingerprint = actor_fingerprint(config)
-        if self.learner is not None and fingerprint == self.fingerprint:
-            self.learner.configure(config)
-            return self.learner
-        if self.learner is not None:
-            self.learner.close()
+        learner = self.learner
+        if learner is not None and fingerprint == self.fingerprint:
+            mdp_changed = config["mdp"] != learner.config["mdp"]
+            learner.configure(config)
+            if not mdp_changed or learner.everyone is None:
+                return learner
+            try:
+                learner._call_all(lambda: learner.everyone("set_mdp", config["mdp"]))
+                return learner
+            except rpc.RemoteError as error:  # other spaces (ValueError): the actors' networks no longer fit
+                if error.type_name != "builtins.ValueError":
+                    raise
+        if learner is not None:
+            learner.close()
         self.learner, self.fingerprint = Learner(config, None), fingerprint
         return self.learner
 

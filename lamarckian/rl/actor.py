@@ -64,6 +64,7 @@ class Actor:
         self.truncation = int(config["sample"]["truncation"])
         self.rule_probability = float(config["rl"]["opponent"]["rule"])
         self.swap = bool(config["rl"]["swap"])
+        self.seed, self.index = int(config["seed"]), index
         self.random = np.random.default_rng(actor_seed(config["seed"], index, 1))
         self.mdps = [create_mdp(self.mdp_config, seed=actor_seed(config["seed"], index, slot + 2))
                      for slot in range(self.envs)]
@@ -276,14 +277,35 @@ class Actor:
         return {"forwards": self.inference.forwards,
                 "batch": self.inference.requests / max(1, self.inference.forwards)}
 
-    def close(self) -> None:
-        """Stop the environments' tasks and close the environments (not while ``sample`` runs)."""
+    def set_mdp(self, mdp_config: Mapping[str, Any]) -> None:
+        """Rebuild the environments from another ``mdp`` section whose players have the same spaces (evolve.py
+        children that differ in MDP settings): running episodes and partial segments are discarded.
+        ValueError if the spaces differ (the network would not fit)."""
+        mdps = [create_mdp(mdp_config, seed=actor_seed(self.seed, self.index, slot + 2)) for slot in range(self.envs)]
+        if [(s.observation, s.action) for s in mdps[0].describe()] != \
+                [(s.observation, s.action) for s in self.mdps[0].describe()]:
+            for mdp in mdps:
+                mdp.close()
+            raise ValueError("the new mdp section changes the players' spaces: restart the actor instead")
+        self._stop_slots()
+        for mdp in (*self.mdps, *self.eval_mdps):
+            mdp.close()
+        self.mdp_config, self.mdps, self.eval_mdps = mdp_config, mdps, []
+        self.lanes = [Lane() for _ in range(self.envs)]
+        self.results, self.steps, self.failure = [], 0, None
+
+    def _stop_slots(self) -> None:
+        """Cancel the environments' tasks (not while ``sample`` runs)."""
         pending = asyncio.all_tasks(self.loop)
         for task in pending:
             task.cancel()
         if pending:
             self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        self.loop.close()
         self.tasks = []
+
+    def close(self) -> None:
+        """Stop the environments' tasks and close the environments (not while ``sample`` runs)."""
+        self._stop_slots()
+        self.loop.close()
         for mdp in (*self.mdps, *self.eval_mdps):
             mdp.close()

@@ -74,3 +74,24 @@ def _blob_of(worker: PopulationLearner, model_state: dict) -> np.ndarray:
 def _parameters(worker: PopulationLearner, model_state: dict) -> np.ndarray:
     """The trainable parameters only (normalizer statistics move even at lr 0)."""
     return torch.cat([p.detach().reshape(-1) for p in _model(worker, model_state).parameters()]).numpy()
+
+
+def test_other_mdp_settings_rebuild_environments_in_place_other_spaces_restart_actors():
+    config = load(["mdp/pong.yml"], ["ray.local_mode=true", "sample.actors=1", "sample.envs=2",
+                                     "sample.truncation=16", "train.batch=64", "sample.eval=2",
+                                     "ec.train.stopper=self.iteration >= 1", "mdp.idle_reward=[0.0,0.05]",
+                                     "mdp.pong.max_steps=300"], ranges=True)
+    worker = PopulationLearner(SearchSpace.from_config(config).base, 0)
+    try:
+        worker.train({"id": 0, "hparams": {"mdp.idle_reward": 0.0}, "state": None, "seed": 0})
+        actors = list(worker.learner.actors)
+        worker.train({"id": 1, "hparams": {"mdp.idle_reward": 0.04, "mdp.pong.paddle_half": 0.2}, "state": None,
+                      "seed": 1})
+        assert worker.learner.actors == actors  # the same actor process, its environments rebuilt
+        assert actors[0].mdp_config["idle_reward"] == 0.04 and actors[0].mdps[0].settings.paddle_half == 0.2
+        with pytest.raises(ValueError, match="spaces"):
+            actors[0].set_mdp({**actors[0].mdp_config, "create": "coins"})
+        worker.train({"id": 2, "hparams": {"mdp.create": "coins"}, "state": None, "seed": 2})
+        assert worker.learner.actors[0] is not actors[0]  # other spaces: fresh actors
+    finally:
+        worker.close()
