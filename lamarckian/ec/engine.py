@@ -217,7 +217,6 @@ class Evolution:
                                                       f"{_format(best.hparams)}" if best else ""))
         return members
 
-
     def _record(self, individual: Individual, report: Mapping[str, Any]) -> None:
         self.algorithm.tell(individual, report)
         self.trained += 1
