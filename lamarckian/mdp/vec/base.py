@@ -1,0 +1,45 @@
+"""The VecTask contract (the shape of Isaac Gym / TimeChamber tasks): many environments of one game stepped in
+one call, torch tensors on the task's device.
+
+Agents are agent-major: rows ``[a * num_envs, (a + 1) * num_envs)`` belong to agent ``a`` (all of agent 0's
+environments, then agent 1's, ...).
+"""
+
+from __future__ import annotations
+
+import abc
+
+import torch
+
+
+class VecTask(abc.ABC):
+    """``num_envs`` environments of a ``num_agents``-player game.
+
+    Attributes:
+        num_envs, num_agents, num_obs, num_actions: sizes; ``max_episode_length``: control steps to a draw;
+        device: where every returned tensor lives.
+    """
+
+    num_envs: int
+    num_agents: int
+    num_obs: int
+    num_actions: int
+    max_episode_length: int
+    device: torch.device
+
+    @abc.abstractmethod
+    def reset(self) -> torch.Tensor:
+        """Reset every environment; observations ``(num_agents * num_envs, num_obs)``."""
+
+    @abc.abstractmethod
+    def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """Advance one control step with ``actions`` ``(num_agents * num_envs, num_actions)`` in [-1, 1].
+
+        Returns ``obs`` ``(num_agents * num_envs, num_obs)``, ``reward`` ``(num_agents * num_envs,)``, ``done``
+        ``(num_envs,)`` and ``extras`` with ``win``, ``lose``, ``draw`` (agent 0's outcome) and ``time_outs``, each
+        ``(num_envs,)`` bool. Finished environments are reset before returning: their rows of ``obs`` start the
+        next episode."""
+
+    @abc.abstractmethod
+    def reset_idx(self, env_ids: torch.Tensor) -> None:
+        """Start new episodes in the environments ``env_ids`` (int64 indices)."""
