@@ -20,14 +20,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load(args.config, args.modify)
         if args.debug:
             config["ray"]["local_mode"] = True
-        from lamarckian.rl import Learner
-
         root = Path(config["root"])
-        learner = Learner(config, root)  # builds everything that can fail on a bad value, writes nothing
+        vectorized = config["mdp"]["create"] == "vec"  # a VecTask trained in this process: no Ray
+        if vectorized:
+            from lamarckian.rl.vec_learner import VecLearner as Trainer
+        else:
+            from lamarckian.rl import Learner as Trainer
+        learner = Trainer(config, root)  # builds everything that can fail on a bad value, writes nothing
     except (ConfigError, ValueError, TypeError, KeyError) as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
-    import ray
     import torch
 
     prepare_run(root, config, args.d, args.D)
@@ -36,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     resumed = learner.resume()
     if resumed is not None:
         print(f"resuming from {resumed} (iteration {learner.iteration}, {learner.cost} env steps)", file=sys.stderr)
-    start_ray(config["ray"])
+    if not vectorized:
+        start_ray(config["ray"])
     try:
         learner.train()
     except KeyboardInterrupt:
@@ -45,8 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         learner.close()
-        if ray.is_initialized():
-            ray.shutdown()
+        if not vectorized:
+            import ray
+
+            if ray.is_initialized():
+                ray.shutdown()
     return 0
 
 
