@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from lamarckian.cli import prepare_run, run_arguments, start_ray
+from lamarckian.cli import prepare_run, run_arguments, run_job, start_ray
 from lamarckian.config import ConfigError, load
 
 DEFAULT_FILES = ["ec/ea/pbt.yml", "ec/wrap/mdp.yml"]
@@ -41,7 +41,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ValueError, TypeError, KeyError) as error:
         print(f"evolve.py: error: {error}", file=sys.stderr)
         return 2
-    import ray
 
     prepare_run(root, config, args.d, args.D, checkpoints="population")
     if args.debug:
@@ -55,17 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not ray_config.get("address") and not ray_config.get("num_cpus"):
         ray_config["num_cpus"] = local_cpus(config)
     start_ray(ray_config)
-    try:
-        evolution.run()
-    except KeyboardInterrupt:
-        evolution.save()
-        print("interrupted; population checkpoint saved", file=sys.stderr)
-        return 130
-    finally:
-        evolution.close()
-        if ray.is_initialized():
-            ray.shutdown()
-    return 0
+    return run_job(evolution.run, evolution.save, evolution.close, "population checkpoint")
 
 
 if __name__ == "__main__":

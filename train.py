@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from lamarckian.cli import prepare_run, run_arguments, start_ray
+from lamarckian.cli import prepare_run, run_arguments, run_job, start_ray
 from lamarckian.config import ConfigError, load
 
 
@@ -40,20 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"resuming from {resumed} (iteration {learner.iteration}, {learner.cost} env steps)", file=sys.stderr)
     if not vectorized:
         start_ray(config["ray"])
-    try:
-        learner.train()
-    except KeyboardInterrupt:
-        learner.save()
-        print("interrupted; checkpoint saved", file=sys.stderr)
-        return 130
-    finally:
-        learner.close()
-        if not vectorized:
-            import ray
-
-            if ray.is_initialized():
-                ray.shutdown()
-    return 0
+    return run_job(learner.train, learner.save, learner.close, "checkpoint")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ import argparse
 import logging
 import math
 import shutil
+import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
@@ -60,3 +61,20 @@ def prepare_run(root: Path, config: dict[str, Any], delete_checkpoints: bool, de
         shutil.rmtree(root / checkpoints)
     root.mkdir(parents=True, exist_ok=True)
     (root / "config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def run_job(run: Callable[[], Any], save: Callable[[], Any], close: Callable[[], None], saved: str) -> int:
+    """Run the job to its end: Ctrl-C saves it (``interrupted; <saved> saved``, exit code 130); the job and a Ray
+    this program started are always closed. The exit code."""
+    try:
+        run()
+    except KeyboardInterrupt:
+        save()
+        print(f"interrupted; {saved} saved", file=sys.stderr)
+        return 130
+    finally:
+        close()
+        ray = sys.modules.get("ray")  # never imported by the runs that do without it
+        if ray is not None and ray.is_initialized():
+            ray.shutdown()
+    return 0
