@@ -165,21 +165,25 @@ class Any(_Caller):
 
     def map(self, calls: Iterable[Sequence[Value]], *, ordered: bool = True, depth: int = 1) -> Iterator[Value]:
         """Run each ``(name, *args)`` of ``calls`` on some actor, keeping every actor busy with up to
-        ``depth`` calls; yields results in submission order (``ordered``) or as they complete. The first failure
-        (a remote error, a dead actor) is raised and the calls still in flight are abandoned."""
-        waiting: dict[int, Value] = {}
-        following = 0
-        with contextlib.closing(self._stream(calls, depth)) as stream:
-            for index, _, outcome in stream:
-                if isinstance(outcome, BaseException):
-                    raise outcome
-                if not ordered:
-                    yield outcome
-                    continue
-                waiting[index] = outcome
-                while following in waiting:
-                    yield waiting.pop(following)
-                    following += 1
+        ``depth`` calls; yields results in submission order (``ordered``) or as they complete."""
+        pending = iter(calls)
+        in_flight: collections.deque[tuple[Connection, int]] = collections.deque()
+        exhausted = False
+        try:
+            while True:
+                while not exhausted and len(in_flight) < depth * sum(c.alive for c in self.link.connections):
+                    call = next(pending, None)
+                    if call is None:
+                        exhausted = True
+                        break
+                    in_flight.append(self.submit(call[0], *call[1:]))
+                if not in_flight:
+                    return
+                yield from self._harvest(in_flight, ordered)
+        finally:
+            for connection, request_id in in_flight:  # abandoned by an error or a closed generator
+                self._busy[connection] -= 1
+                self.link.forget(request_id)
 
     def as_completed(self, calls: Iterable[Sequence[Value]], *, depth: int = 1
                      ) -> Iterator[tuple[Sequence[Value], Value | BaseException]]:
@@ -187,43 +191,34 @@ class Any(_Caller):
         outcome)`` as calls finish, ``outcome`` being the result, the :class:`RemoteError` the method raised, or
         :class:`ActorDiedError` when its actor died. Calls on other actors keep running; a dead actor gets no
         more calls (:meth:`add` a replacement and it is kept busy from the next call on)."""
-        with contextlib.closing(self._stream(calls, depth)) as stream:
-            for _, call, outcome in stream:
-                yield call, outcome
-
-    def _stream(self, calls: Iterable[Sequence[Value]], depth: int
-                ) -> Iterator[tuple[int, Sequence[Value], Value | BaseException]]:
-        """``(submission index, call, outcome)`` as calls finish, every live actor kept busy with ``depth``
-        calls; closing the generator abandons the calls in flight."""
-        pending = enumerate(calls)
-        in_flight: dict[tuple[Connection, int], tuple[int, Sequence[Value]]] = {}
+        pending = iter(calls)
+        in_flight: dict[tuple[Connection, int], Sequence[Value]] = {}
         exhausted = False
         try:
             while True:
                 while not exhausted and len(in_flight) < depth * sum(c.alive for c in self.link.connections):
-                    item = next(pending, None)
-                    if item is None:
+                    call = next(pending, None)
+                    if call is None:
                         exhausted = True
                         break
-                    in_flight[self.submit(item[1][0], *item[1][1:])] = item
+                    in_flight[self.submit(call[0], *call[1:])] = call
                 if not in_flight:
                     if exhausted:
                         return
                     self._pick()  # raises ActorDiedError: calls are left but no actor is alive
                 finished, died = self._wait_some(in_flight)
                 for ticket in finished:
-                    index, call = in_flight.pop(ticket)
+                    call = in_flight.pop(ticket)
                     try:
                         outcome: Value | BaseException = self.result(ticket)
                     except RemoteError as error:
                         outcome = error
-                    yield index, call, outcome
+                    yield call, outcome
                 for ticket, error in died:
                     self._busy[ticket[0]] -= 1
-                    index, call = in_flight.pop(ticket)
-                    yield index, call, error
+                    yield in_flight.pop(ticket), error
         finally:
-            for connection, request_id in in_flight:  # abandoned by an error or a closed generator
+            for connection, request_id in in_flight:
                 self._busy[connection] -= 1
                 self.link.forget(request_id)
 
@@ -242,6 +237,21 @@ class Any(_Caller):
                     died.append((ticket, error))
             if finished or died:
                 return finished, died
+            self.link.pump(None)
+
+    def _harvest(self, in_flight: "collections.deque[tuple[Connection, int]]", ordered: bool) -> Iterator[Value]:
+        """Wait for at least one reply; yield what can be yielded in the requested order."""
+        while True:
+            finished = [t for t in in_flight if self.link.done(t[1])]
+            if ordered:
+                finished = finished[:1] if finished and finished[0] is in_flight[0] else []
+            if finished:
+                for ticket in finished:
+                    in_flight.remove(ticket)
+                    yield self.result(ticket)
+                return
+            for _, request_id in in_flight:
+                self.link.check_alive(request_id)
             self.link.pump(None)
 
 
