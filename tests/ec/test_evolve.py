@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from lamarckian.config import load
-from lamarckian.ec import Evolution
+from lamarckian.ec import Evolution, Individual
+from lamarckian.ec.records import save_weights
 from lamarckian.record import Checkpoints
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -112,10 +113,15 @@ def test_nsga_ii_on_pong_writes_a_front(tmp_path):
     assert front[0].startswith("id,fitness,fitness,lazy,mdp.idle_reward") and len(front) >= 2
     assert (root / "front.png").stat().st_size > 1000
     assert len(list((root / "front").glob("checkpoint-*.pt"))) == len(front) - 1
+    # the front may be a single member in so short a run: rate it together with every member of the population
+    population = Checkpoints(root / "population").load_newest()[1]["algorithm"]["population"]
+    for member in population:
+        save_weights(root / "members" / f"checkpoint-{member['id']:012d}.pt", Individual.from_dict(member), {})
     rated = subprocess.run([sys.executable, str(REPOSITORY / "evaluate.py"), "--checkpoints", str(root / "front"),
-                            "-m", "sample.envs=2", "--games", "2", "--debug"], capture_output=True,
-                           text=True, timeout=300, cwd=tmp_path)
+                            "--opponents", str(root / "members"), "-m", "sample.envs=2", "--games", "2", "--debug"],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert rated.returncode == 0, rated.stderr[-3000:]
+    assert "front/" in rated.stdout + rated.stderr and "members/" in rated.stdout + rated.stderr  # both rated
 
 
 def test_population_self_play_on_pong(ray_local, tmp_path):
