@@ -42,7 +42,12 @@ class Expression:
         names: the free names the expression may use (for example ``{"self"}``); checked at parse time.
     """
 
-    def __init__(self, source: str, names: frozenset[str] | set[str] = frozenset({"self"})) -> None:
+    def __init__(self, source: str | bool | int | float,
+                 names: frozenset[str] | set[str] = frozenset({"self"})) -> None:
+        if isinstance(source, (bool, int, float)):   # a YAML constant (`-m key=true`) is the constant expression
+            source = str(source)
+        if not isinstance(source, str):
+            raise ExpressionError(f"not an expression: {source!r} (expected text such as 'self.time > 60')")
         self.source = source
         try:
             self.tree = ast.parse(source.strip(), mode="eval").body

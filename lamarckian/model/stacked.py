@@ -29,12 +29,12 @@ class _Outputs(nn.Module):
 
 
 class StackedPolicies:
-    """Stacked copies of ``template`` loaded with ``blobs`` (one flat blob per policy).
+    """Stacked copies of ``template`` loaded with ``blobs`` (one flat blob per policy), held on ``device``.
 
     Shapes: ``P`` policies, ``B`` observations per policy, ``A`` action outputs.
     """
 
-    def __init__(self, template: ActorCritic, blobs: Sequence[np.ndarray]) -> None:
+    def __init__(self, template: ActorCritic, blobs: Sequence[np.ndarray], device: torch.device | str = "cpu") -> None:
         if not blobs:
             raise ValueError("StackedPolicies needs at least one policy")
         members = []
@@ -44,7 +44,9 @@ class StackedPolicies:
             members.append(member)
         self.template = template
         self.count = len(members)
-        self.parameters, self.buffers = stack_module_state(members)
+        parameters, buffers = stack_module_state(members)
+        self.parameters = {name: tensor.to(device) for name, tensor in parameters.items()}
+        self.buffers = {name: tensor.to(device) for name, tensor in buffers.items()}
         self.base = copy.deepcopy(members[0]).to("meta")
 
     def _one(self, parameters: dict, buffers: dict, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -92,18 +94,21 @@ class StackedPolicies:
 
     @torch.no_grad()
     def act(self, observations: torch.Tensor, policy: torch.Tensor, deterministic: bool = True,
-            generator: torch.Generator | None = None) -> torch.Tensor:
+            generator: torch.Generator | None = None, width: int | None = None) -> torch.Tensor:
         """Actions ``(N,)`` (or ``(N, A)``) for ``N`` observations, observation ``n`` acted on by policy ``policy[n]``.
 
-        Observations are grouped by policy into a padded ``(P, B_max, ...)`` block: one forward in all.
+        Observations are grouped by policy into a padded ``(P, width, ...)`` block: one forward in all. ``width``
+        None: the largest group (one host synchronization to learn it); ``width=N``: no synchronization, at the cost
+        of a forward over ``P × N`` rows (what a GPU rollout wants).
         """
         policy = policy.long()
-        counts = torch.bincount(policy, minlength=self.count)
-        width = int(counts.max())
+        counts = torch.zeros(self.count, dtype=torch.int64, device=policy.device).index_add_(  # (bincount would
+            0, policy, torch.ones_like(policy))                                                  # synchronize)
+        width = int(counts.max()) if width is None else width
         order = torch.argsort(policy, stable=True)
         starts = torch.cumsum(counts, 0) - counts
         slot = torch.empty_like(policy)
-        slot[order] = torch.arange(len(policy)) - starts[policy[order]]
+        slot[order] = torch.arange(len(policy), device=policy.device) - starts[policy[order]]
         block = observations.new_zeros((self.count, width, *observations.shape[1:]))
         block[policy, slot] = observations
         out = self.outputs(block)[0][policy, slot]
@@ -114,4 +119,4 @@ class StackedPolicies:
         if deterministic:
             return out
         std = self.parameters["model.log_std"][policy].exp()
-        return out + std * torch.randn(out.shape, generator=generator)
+        return out + std * torch.randn(out.shape, generator=generator, device=out.device)

@@ -126,11 +126,16 @@ class PPO:
             group["lr"] = lr
 
     def prepare(self, segments: list[Mapping[str, Any]], version: int) -> dict[str, torch.Tensor]:
-        """Flat batch ``(N, ...)`` with advantages and targets computed by the current network."""
+        """Flat batch ``(N, ...)`` with advantages and targets computed by the current network, on its device.
+        Segment fields are numpy arrays (from remote actors) or tensors (from a vectorized task, already there)."""
         model = self.model
+        device = next(model.parameters()).device
 
         def cat(name: str) -> torch.Tensor:
-            return torch.from_numpy(np.concatenate([s[name] for s in segments], axis=1))
+            parts = [s[name] for s in segments]
+            if isinstance(parts[0], torch.Tensor):
+                return torch.cat(parts, dim=1).to(device)
+            return torch.from_numpy(np.concatenate(parts, axis=1)).to(device)
 
         observations = cat("observations")
         steps, lanes = observations.shape[:2]
@@ -153,7 +158,7 @@ class PPO:
             old_values = normalized.reshape(steps, lanes)
         else:
             old_values = values
-        staleness = torch.tensor([version - s["version"] for s in segments], dtype=torch.float32)
+        staleness = torch.tensor([version - s["version"] for s in segments], dtype=torch.float32, device=device)
         return {"observations": flat, "actions": actions.reshape(steps * lanes, *actions.shape[2:]),
                 "log_probs": behaviour.reshape(-1), "advantages": advantages.reshape(-1),
                 "targets": targets.reshape(-1), "old_values": old_values.reshape(-1), "staleness": staleness}
@@ -167,10 +172,10 @@ class PPO:
         staleness = batch.pop("staleness")
         count = batch["advantages"].shape[0]
         size = max(1, count // settings.minibatches)
-        totals: dict[str, float] = {}
+        totals: dict[str, torch.Tensor] = {}
         updates = 0
         for _ in range(settings.epochs):
-            order = torch.randperm(count, generator=self.generator)
+            order = torch.randperm(count, generator=self.generator).to(batch["advantages"].device)
             for start in range(0, count - size + 1, size):
                 index = order[start:start + size]
                 loss, stats = ppo_loss(self.model, {k: v[index] for k, v in batch.items()}, settings)
@@ -179,10 +184,10 @@ class PPO:
                 if settings.grad_clip is not None:
                     stats["grad_norm"] = nn.utils.clip_grad_norm_(self.model.parameters(), settings.grad_clip)
                 self.optimizer.step()
-                for key, value in stats.items():
-                    totals[key] = totals.get(key, 0.0) + float(value.detach())
+                for key, value in stats.items():   # summed on the device: one synchronization per update
+                    totals[key] = totals.get(key, 0.0) + value.detach()
                 updates += 1
-        result = {key: value / max(1, updates) for key, value in totals.items()}
+        result = {key: float(value) / max(1, updates) for key, value in totals.items()}
         if settings.lr_schedule == "adaptive":
             kl = result.get("kl", 0.0)
             if kl > 2.0 * settings.kl_target:

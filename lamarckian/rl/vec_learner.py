@@ -3,11 +3,15 @@ plays agent 0's rows, a stacked opponent pool plays the others' (one batched for
 environment at each episode start by the pool's chooser, PFSP by default). Rollouts of ``mdp.vec.horizon`` steps
 × ``num_envs`` environments feed the same PPO update as train.py's actors. No Ray: everything is in this process.
 
-Tensors stay on the task's device during the rollout; the update receives them as ``[T, E]`` arrays.
+Everything stays on the task's device (``mdp.vec.device``): observations, actions, rewards, the rollout buffers,
+the opponent assignment and the game outcomes. The host reads statistics once per iteration (after the update).
+A share of the environments (``mdp.vec.initial_share``) always plays the initial policy: its games, which are
+training data like any other, measure the win rate against the initial policy throughout the run.
 """
 
 from __future__ import annotations
 
+import collections
 import math
 import time
 from pathlib import Path
@@ -21,9 +25,11 @@ from ..mdp.vec import VecTask, create_vec_task
 from ..model import ActorCritic, ModelSettings, to_blob
 from ..model.stacked import StackedPolicies
 from ..record import Checkpoints, Progress, Scalars, format_number
-from .evaluator import Evaluator, summarize
+from .evaluator import Evaluator
 from .pool import OpponentPool, PoolSettings
 from .ppo import PPO, PPOSettings
+
+SCORES = (1.0, 0.5, 0.0)  # win, draw, loss (the columns of the outcome counts)
 
 
 class VecLearner:
@@ -36,97 +42,130 @@ class VecLearner:
 
     def __init__(self, config: Mapping[str, Any], run: Path | None = None) -> None:
         self.config = config
+        vec = config["mdp"]["vec"]
         torch.manual_seed(config["seed"])
         torch.set_num_threads(max(1, int(config["train"]["threads"])))
-        self.task: VecTask = create_vec_task(config["mdp"]["vec"], seed=config["seed"])
+        self.task: VecTask = create_vec_task(vec, seed=config["seed"])
         task = self.task
+        self.device = task.device
         spaces = (gymnasium.spaces.Box(-np.inf, np.inf, (task.num_obs,), np.float32),
                   gymnasium.spaces.Box(-1.0, 1.0, (task.num_actions,), np.float32))
-        self.model = ActorCritic(*spaces, ModelSettings.from_mapping(config["model"]))
+        self.model = ActorCritic(*spaces, ModelSettings.from_mapping(config["model"])).to(self.device)
         self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
-        self.horizon = int(config["mdp"]["vec"]["horizon"])
+        self.horizon = int(vec["horizon"])
+        self.initial_blob = to_blob(self.model)
+        self.initial_envs = int(round(float(vec["initial_share"]) * task.num_envs))
         self.pool = OpponentPool(PoolSettings.from_mapping(config["rl"]["opponent"]["pool"]))
-        self.pool.add(to_blob(self.model), iteration=0)
-        self.generator = torch.Generator().manual_seed(int(config["seed"]))
-        self.random = np.random.default_rng(int(config["seed"]))
+        self.pool.add(self.initial_blob, iteration=0)
+        self.generator = torch.Generator(device=self.device).manual_seed(int(config["seed"]))
         self.evaluator = Evaluator(config["evaluator"])
         self.iteration = self.cost = self.version = 0
         self.elapsed = 0.0
         self.training: dict[str, float] = {}
+        self.against_initial: collections.deque[tuple[float, float]] = collections.deque(maxlen=8)
         self.run = run
         keep = config["evaluator"]["checkpoint"]["keep"]
         self.checkpoints = Checkpoints(run / "checkpoints", keep) if run is not None else None
         self.observations: torch.Tensor | None = None
         self._stack_pool()
 
+    # ---- opponents ------------------------------------------------------------------------------------------
     def _stack_pool(self) -> None:
-        ids = list(self.pool.snapshots)
-        self.pool_ids = ids
-        self.stacked = StackedPolicies(self.model, [self.pool.snapshots[i].blob for i in ids])
-        self.opponent = self._draw(self.task.num_envs)
-
-    def _draw(self, count: int) -> torch.Tensor:
-        """Pool positions for ``count`` new episodes, by the chooser's probabilities."""
+        """Stack the pool's snapshots and, last, the initial policy (the fixed opponent of the first
+        ``initial_envs`` environments); redraw every environment's opponent."""
+        self.pool_ids = list(self.pool.snapshots)
+        blobs = [self.pool.snapshots[i].blob for i in self.pool_ids] + [self.initial_blob]
+        self.stacked = StackedPolicies(self.model, blobs, self.device)
         probabilities = self.pool.probabilities()
-        weights = np.array([probabilities[i] for i in self.pool_ids])
-        return torch.as_tensor(self.random.choice(len(self.pool_ids), size=count, p=weights / weights.sum()))
+        self.pool_weights = torch.tensor([probabilities[i] for i in self.pool_ids], device=self.device)
+        self.initial_lane = torch.arange(self.task.num_envs, device=self.device) < self.initial_envs
+        self.opponent = self._draw()
 
-    def rollout(self) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
-        """``horizon`` steps of every environment: a PPO segment ``[T, E]`` and the finished games' results."""
-        task, model, envs = self.task, self.model, self.task.num_envs
+    def _draw(self) -> torch.Tensor:
+        """A pool position per environment ``(E,)`` by the chooser's probabilities (the initial policy's index in
+        its fixed lanes); sampled on the device."""
+        drawn = torch.multinomial(self.pool_weights, self.task.num_envs, replacement=True, generator=self.generator)
+        return torch.where(self.initial_lane, len(self.pool_ids), drawn)
+
+    # ---- sampling -------------------------------------------------------------------------------------------
+    def rollout(self) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor]:
+        """``horizon`` steps of every environment, on the device.
+
+        Returns a PPO segment (tensors ``[T, E, ...]``; ``values`` ``[T + 1, E]``), the game outcomes per stacked
+        opponent ``(P + 1, 3)`` (wins, draws, losses of the learner; the last row: the initial policy) and
+        ``(sum, count)`` of the finished episodes' returns."""
+        task, model, envs, steps = self.task, self.model, self.task.num_envs, self.horizon
         if self.observations is None:
-            self.observations = task.reset()
-        columns: dict[str, list[torch.Tensor]] = {k: [] for k in ("observations", "actions", "log_probs", "values",
-                                                                   "rewards", "dones")}
-        results = []
-        for _ in range(self.horizon):
-            own, others = self.observations[:envs], self.observations[envs:]
+            self.observations = task.reset().to(self.device)
+            self.episode_return = torch.zeros(envs, device=self.device)
+        zeros = lambda *shape: torch.zeros(*shape, device=self.device)  # noqa: E731
+        segment: dict[str, Any] = {"observations": zeros(steps, envs, task.num_obs),
+                                   "actions": zeros(steps, envs, task.num_actions), "log_probs": zeros(steps, envs),
+                                   "values": zeros(steps + 1, envs), "rewards": zeros(steps, envs),
+                                   "dones": zeros(steps, envs)}
+        outcomes = zeros(self.stacked.count, 3)
+        returns = zeros(2)
+        others = envs * (task.num_agents - 1)
+        for t in range(steps):
+            own = self.observations[:envs]
             action, log_prob, value = model.act(own, generator=self.generator)
-            opponent_index = self.opponent.repeat(task.num_agents - 1)
-            opponent_action = self.stacked.act(others, opponent_index, deterministic=False, generator=self.generator)
+            opponent_action = self.stacked.act(self.observations[envs:], self.opponent.repeat(task.num_agents - 1),
+                                               deterministic=False, generator=self.generator, width=others)
             self.observations, reward, done, extras = task.step(torch.cat([action, opponent_action]).clamp(-1, 1))
-            for name, tensor in zip(columns, (own, action, log_prob, value, reward[:envs], done)):
-                columns[name].append(tensor)
-            finished = torch.nonzero(done).flatten()
-            for env in finished.tolist():
-                win = 1.0 if extras["win"][env] else 0.5 if extras["draw"][env] else 0.0
-                results.append({"fitness": 2.0 * win - 1.0, "win": win,
-                                "opponent": self.pool_ids[int(self.opponent[env])]})
-            if len(finished):
-                self.opponent[finished] = self._draw(len(finished))
-        bootstrap = model.act(self.observations[:envs], generator=self.generator)[2]
-        segment = {name: torch.stack(values).cpu().numpy() for name, values in columns.items()}
-        segment["values"] = np.concatenate([segment["values"], bootstrap.cpu().numpy()[None]])
-        segment["truncated"] = np.zeros_like(segment["dones"])
-        segment["final_values"] = np.zeros_like(segment["rewards"])
+            reward, done = reward[:envs].to(self.device), done.to(self.device)
+            for name, tensor in zip(("observations", "actions", "log_probs", "values", "rewards", "dones"),
+                                    (own, action, log_prob, value, reward, done)):
+                segment[name][t] = tensor
+            finished = done.float()
+            result = torch.stack([extras["win"], extras["draw"], extras["lose"]], dim=1).to(self.device).float()
+            outcomes.index_add_(0, self.opponent, result * finished[:, None])
+            self.episode_return += reward
+            returns += torch.stack([(self.episode_return * finished).sum(), finished.sum()])
+            self.episode_return *= 1.0 - finished
+            self.opponent = torch.where(done, self._draw(), self.opponent)
+        segment["values"][steps] = model.value(self.observations[:envs])
+        segment["truncated"] = zeros(steps, envs)
+        segment["final_values"] = zeros(steps, envs)
         segment["version"] = self.version
-        return segment, results
+        return segment, outcomes, returns
+
+    def _record(self, outcomes: np.ndarray, returns: np.ndarray) -> None:
+        """Fold one rollout's game counts (host copies) into the pool, the training summary and the record
+        against the initial policy."""
+        for row, snapshot_id in enumerate(self.pool_ids):
+            for score, count in zip(SCORES, outcomes[row]):
+                for _ in range(int(count)):
+                    self.pool.record(snapshot_id, score)
+        games = outcomes.sum()
+        if games:
+            score = float(outcomes.sum(0) @ np.array(SCORES)) / games
+            self.training = {"episodes": float(games), "win": score, "fitness": 2.0 * score - 1.0,
+                             "return": float(returns[0] / max(1.0, returns[1]))}
+        initial = outcomes[-1]
+        self.against_initial.append((float(initial @ np.array(SCORES)), float(initial.sum())))
 
     def step(self) -> dict[str, float]:
         """One rollout and one PPO update; pool bookkeeping (record games, maybe freeze a snapshot)."""
         started = time.monotonic()
-        segment, results = self.rollout()
-        sampled = time.monotonic()
-        stats = self.ppo.update([segment], self.version, self.cost)
+        segment, outcomes, returns = self.rollout()
+        stats = self.ppo.update([segment], self.version, self.cost)   # reads its statistics: the one host sync
+        self._record(outcomes.cpu().numpy(), returns.cpu().numpy())
         self.version += 1
         self.iteration += 1
         steps = self.horizon * self.task.num_envs
         self.cost += steps
-        for result in results:
-            self.pool.record(result["opponent"], result["win"])
         if self.pool.should_add(self.iteration):
             self.pool.add(to_blob(self.model), self.iteration)
             self._stack_pool()
-        if results:
-            self.training = summarize(results)
-        stats.update({"fps/sampling": steps * self.task.num_agents / max(1e-9, sampled - started),
-                      "fps/overall": steps * self.task.num_agents / max(1e-9, time.monotonic() - started)})
+        stats["fps/overall"] = steps * self.task.num_agents / max(1e-9, time.monotonic() - started)
         return stats
 
     def win_rate_against_initial(self) -> float:
-        """Share of the latest games against snapshot 0 (the initial policy) won, draws half (nan: none)."""
-        snapshot = self.pool.snapshots.get(0)
-        return snapshot.win_rate() if snapshot is not None and snapshot.games else math.nan
+        """The learner's score against the initial policy over the last 8 rollouts of the ``initial_share``
+        environments (win 1, draw 0.5; nan: no game finished there yet)."""
+        score = sum(s for s, _ in self.against_initial)
+        games = sum(g for _, g in self.against_initial)
+        return score / games if games else math.nan
 
     def train(self, stop: Callable[["VecLearner"], bool] | None = None) -> dict[str, float]:
         """Run until ``stop(self)`` (default: ``evaluator.terminate`` over self.cost/iteration/time/training)."""
@@ -135,18 +174,19 @@ class VecLearner:
         progress = Progress(settings["progress"])
         clock = time.monotonic() - self.elapsed
         task = self.task
-        progress.print(f"training: {task.num_envs} × {type(task).__name__} ({task.num_agents} agents) in this "
-                       f"process, horizon {self.horizon}, run directory {self.run}")
+        progress.print(f"training: {task.num_envs} × {type(task).__name__} ({task.num_agents} agents) on "
+                       f"{self.device}, horizon {self.horizon}, run directory {self.run}")
         try:
             while True:
                 stats = self.step()
                 self.elapsed = time.monotonic() - clock
                 scalars.write(self.cost, {**{f"train/{k}": v for k, v in self.training.items()}, **stats,
-                                          "pool/size": len(self.pool),
+                                          **self.pool.statistics(),
                                           "pool/win_rate_initial": self.win_rate_against_initial()})
                 progress.update({"iter": str(self.iteration), "steps": format_number(self.cost),
                                  "agent-steps/s": format_number(stats["fps/overall"]),
-                                 "win": f"{self.training.get('win', math.nan):.2f}", "time": f"{self.elapsed:.0f}s"})
+                                 "win": f"{self.training.get('win', math.nan):.2f}",
+                                 "vs initial": f"{self.win_rate_against_initial():.2f}", "time": f"{self.elapsed:.0f}s"})
                 done = stop(self) if stop is not None else self.evaluator.should_stop(
                     self.cost, self.iteration, self.elapsed, self.training)
                 if done:
@@ -160,13 +200,15 @@ class VecLearner:
                        f"against the initial policy {self.win_rate_against_initial():.0%}")
         return self.training
 
+    # ---- checkpoints ------------------------------------------------------------------------------------------
     def save(self) -> Path | None:
-        """A checkpoint train.py's other tools read (``model``, counters) plus optimizer and pool."""
+        """A checkpoint train.py's other tools read (``model``, counters) plus optimizer, pool and initial policy."""
         if self.checkpoints is None:
             return None
         return self.checkpoints.save(self.iteration, {
             "model": self.model.state_dict(), "optimizer": self.ppo.optimizer.state_dict(), "lr": self.ppo.lr,
-            "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed, "pool": self.pool.state_dict()})
+            "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed, "pool": self.pool.state_dict(),
+            "initial": torch.from_numpy(self.initial_blob.copy())})
 
     def resume(self) -> Path | None:
         """Load the newest good checkpoint of the run directory, if any."""
@@ -180,6 +222,7 @@ class VecLearner:
         self.iteration, self.cost, self.elapsed = int(state["iteration"]), int(state["cost"]), float(state["elapsed"])
         self.version = self.iteration
         self.pool.load_state_dict(state["pool"])
+        self.initial_blob = state["initial"].numpy().copy()
         self._stack_pool()
         return path
 

@@ -8,12 +8,15 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from lamarckian.config import load
 from lamarckian.rl.vec_learner import VecLearner
 
+from ..mdp.vec_helpers import place
+
 REPOSITORY = Path(__file__).resolve().parents[2]
-SMALL = ["mdp.vec.num_envs=4", "mdp.vec.horizon=16", "evaluator.progress=false"]
+SMALL = ["mdp.vec.num_envs.cpu=4", "mdp.vec.horizon=16", "evaluator.progress=false"]
 
 
 def test_vec_learner_updates_and_resumes(tmp_path):
@@ -25,7 +28,7 @@ def test_vec_learner_updates_and_resumes(tmp_path):
     learner.train(stop=lambda trainer: trainer.iteration >= 4)
     assert learner.cost == 4 * 16 * 4 and learner.iteration == 4
     assert any(not np.allclose(a.numpy(), b.detach().numpy()) for a, b in zip(before, learner.model.parameters()))
-    assert len(learner.pool) >= 2 and learner.stacked.count == len(learner.pool)  # snapshots joined the stack
+    assert len(learner.pool) >= 2 and learner.stacked.count == len(learner.pool) + 1  # snapshots + the initial policy
     resumed = VecLearner(config, tmp_path)
     assert resumed.resume() is not None and resumed.iteration == 4 and len(resumed.pool) == len(learner.pool)
     for a, b in zip(resumed.model.parameters(), learner.model.parameters()):
@@ -37,11 +40,29 @@ def test_vec_learner_updates_and_resumes(tmp_path):
 def test_rollout_shapes_and_opponents_per_environment(tmp_path):
     config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "mdp.vec.horizon=8"])
     learner = VecLearner(config, None)
-    segment, results = learner.rollout()
+    segment, outcomes, returns = learner.rollout()
     assert segment["observations"].shape == (8, 4, 40) and segment["actions"].shape == (8, 4, 8)
     assert segment["values"].shape == (9, 4) and segment["rewards"].shape == (8, 4)
-    assert np.all(np.isfinite(segment["rewards"])) and not results  # no game ends in 8 steps
+    assert torch.all(torch.isfinite(segment["rewards"]))
+    assert outcomes.shape == (learner.stacked.count, 3) and outcomes.sum() == 0 and returns[1] == 0  # no game ends in 8 steps
     assert math.isnan(learner.win_rate_against_initial())
+    learner.close()
+
+
+def test_initial_lanes_play_the_initial_policy_and_score_against_it():
+    config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "mdp.vec.horizon=2", "mdp.vec.initial_share=0.5",
+                                             "rl.opponent.pool.add=True", "rl.opponent.pool.games_to_check=0"])
+    learner = VecLearner(config, None)
+    learner.step()                                  # a second snapshot joins the pool: the stack is 2 + initial
+    assert learner.stacked.count == 3 and learner.opponent[:2].tolist() == [2, 2]
+    assert torch.all(learner.opponent[2:] < 2)
+    place(learner.task, 0, 1, 3.5, 0.0)             # the initial policy's ant leaves the ring in lane 0
+    place(learner.task, 2, 0, 3.5, 0.0)             # the learner's ant leaves it in a pool lane
+    segment, outcomes, returns = learner.rollout()
+    assert outcomes[2].tolist() == [1, 0, 0] and outcomes[:2].sum(0).tolist() == [0, 0, 1]
+    assert segment["dones"][0].tolist() == [1, 0, 1, 0] and segment["rewards"][0, 0] > 1900
+    learner._record(outcomes.numpy(), returns.numpy())
+    assert learner.win_rate_against_initial() == 1.0 and learner.training["win"] == 0.5
     learner.close()
 
 

@@ -1,22 +1,68 @@
-"""Vectorized tasks (Isaac Gym style): thousands of environments per call; Ant Sumo on CPU MuJoCo so far."""
+"""Vectorized tasks (Isaac Gym style): thousands of environments per call, torch tensors on the task's device.
+
+Tasks: Ant Sumo and Ant Battle on the ``mujoco`` (CPU) or ``mjx`` (JAX, GPU) physics backends, or any task of a
+real Isaac Gym installation through the ``isaacgym`` backend (its own process: ``isaacgym_server.py``).
+"""
 
 from typing import Any, Mapping
 
+import torch
+
 from .base import VecTask
+from .battle import AntBattle, BattleSettings
+from .physics import BACKENDS
+from .ring import AntRing, RingSettings
 from .sumo import AntSumo, SumoSettings
 
-TASKS = ("ant_sumo",)
-BACKENDS = ("mujoco",)
+TASKS = ("ant_sumo", "ant_battle")
+
+
+def mjx_available() -> bool:
+    """Whether MuJoCo XLA (and so JAX) can be imported."""
+    import importlib.util
+
+    return importlib.util.find_spec("jax") is not None and importlib.util.find_spec("mujoco.mjx") is not None
+
+
+def placement(settings: Mapping[str, Any]) -> tuple[str, str, int]:
+    """``(backend, device, num_envs)`` of the ``mdp.vec`` section, ``auto`` resolved: mjx on cuda where a CUDA
+    device and MJX are both there, else mujoco on the CPU; ``num_envs`` either a number or one per device type
+    (``{cpu: 16, cuda: 16384}``)."""
+    backend, device, num_envs = settings["backend"], str(settings["device"]), settings["num_envs"]
+    gpu = torch.cuda.is_available()
+    if backend == "auto":
+        backend = "mjx" if gpu and mjx_available() else "mujoco"
+    if device == "auto":
+        device = "cuda" if backend == "mjx" and gpu else "cpu"
+    if isinstance(num_envs, Mapping):
+        kind = torch.device(device).type
+        if kind not in num_envs:
+            raise ValueError(f"mdp.vec.num_envs={dict(num_envs)!r}: no entry for the device type {kind!r}")
+        num_envs = num_envs[kind]
+    if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
+        raise ValueError(f"mdp.vec.num_envs={num_envs!r}: expected a positive integer (or one per device type)")
+    return backend, device, num_envs
 
 
 def create_vec_task(settings: Mapping[str, Any], seed: int = 0) -> VecTask:
-    """The task of the ``mdp.vec`` section: ``task``, ``num_envs``, ``backend``, ``threads``."""
-    if settings["task"] not in TASKS:
-        raise ValueError(f"mdp.vec.task={settings['task']!r}: expected one of {TASKS}")
-    if settings["backend"] not in BACKENDS:
-        raise ValueError(f"mdp.vec.backend={settings['backend']!r}: expected one of {BACKENDS} (mjx and isaacgym "
-                         "are not built yet)")
-    return AntSumo(int(settings["num_envs"]), SumoSettings(threads=int(settings["threads"])), seed=seed)
+    """The task of the ``mdp.vec`` section: ``task``, ``num_envs``, ``backend``, ``device``, ``threads``, ``ants``
+    (Ant Battle), ``play_to_end`` (Ant Battle), ``isaacgym`` (the server's address, key and timeout)."""
+    backend, device, num_envs = placement(settings)
+    if backend == "isaacgym":
+        from .remote import RemoteVecTask
+
+        return RemoteVecTask.connect(settings["isaacgym"], num_envs=num_envs, seed=seed)
+    if backend not in BACKENDS:
+        raise ValueError(f"mdp.vec.backend={backend!r}: expected auto or one of {BACKENDS + ('isaacgym',)}")
+    common = {"backend": backend, "device": device, "threads": int(settings["threads"])}
+    task = settings["task"]
+    if task == "ant_sumo":
+        return AntSumo(num_envs, SumoSettings(**common), seed=seed)
+    if task == "ant_battle":
+        return AntBattle(num_envs, BattleSettings(ants=int(settings["ants"]), play_to_end=bool(settings["play_to_end"]),
+                                                  **common), seed=seed)
+    raise ValueError(f"mdp.vec.task={task!r}: expected one of {TASKS} (or backend isaacgym for Isaac Gym's tasks)")
 
 
-__all__ = ["AntSumo", "SumoSettings", "VecTask", "create_vec_task"]
+__all__ = ["AntBattle", "AntRing", "AntSumo", "BattleSettings", "RingSettings", "SumoSettings", "VecTask",
+           "create_vec_task", "mjx_available", "placement"]

@@ -1,0 +1,164 @@
+"""What Ant Sumo and Ant Battle share: ants in a ring on a physics batch, spawning, PD targets, HP, shaping terms.
+
+Everything is torch on the task's device with fixed shapes (finished environments are reset through a mask), so a
+step never waits for the host. Per ant the state is ``qpos (15,)`` = root position 3, quaternion 4, 8 hinge angles
+and ``qvel (14,)`` = linear 3 and angular 3 velocity, 8 hinge velocities.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+
+from .base import VecTask
+from .physics import create_physics
+from .scene import scene_xml
+
+ROOT_Q, ROOT_V, JOINTS = 7, 6, 8  # free joint (qpos / qvel sizes), hinge joints per ant
+OWN_STATE = ROOT_Q + ROOT_V + 2 * JOINTS  # 29: own root position, quaternion, velocities, scaled joints
+
+
+@dataclasses.dataclass(frozen=True)
+class RingSettings:
+    """Constants shared by the ring tasks (distances in m, rewards per control step unless terminal)."""
+
+    ring: float = 3.0
+    kp: float = 85.0
+    kd: float = 2.0
+    timestep: float = 1 / 120
+    substeps: int = 2                # physics steps per control step: 60 Hz control
+    max_episode_length: int = 1000
+    hp: float = 100.0
+    fallen_height: float = 0.31      # torso below this: fallen, -1 HP per step
+    spawn_radius: tuple[float, float] = (1.0, 1.5)
+    win_reward: float = 2000.0
+    lose_reward: float = -2000.0
+    draw_reward: float = -1000.0
+    move_weight: float = 0.5         # × speed toward the opponent (m/s)
+    push_weight: float = 20.0        # × the opponents' outward radial displacement this step (m)
+    action_cost: float = 0.005       # × sum of squared actions
+    limit_cost: float = 0.1          # × joints at the end of their range
+    backend: str = "mujoco"          # physics: mujoco (CPU) | mjx
+    device: str = "cpu"              # torch device of every tensor (mjx: cpu or cuda)
+    threads: int = 1                 # CPU stepping threads (mujoco backend)
+
+
+class AntRing(VecTask):
+    """``num_envs`` games of ``num_agents`` ants; subclasses judge a step (:meth:`_judge`) and observe (:meth:`_observe`)."""
+
+    def __init__(self, num_envs: int, num_agents: int, settings: RingSettings, seed: int = 0) -> None:
+        self.settings = s = settings
+        self.num_envs, self.num_agents = num_envs, num_agents
+        self.num_actions, self.max_episode_length = JOINTS, s.max_episode_length
+        xml = scene_xml(num_agents, self.scene_ring(), s.kp, s.kd, s.timestep)
+        self.physics = create_physics(s.backend, xml, num_envs, s.device, s.threads)
+        self.device = device = self.physics.device
+        model = self.physics.model
+        hinges = [j for j in range(model.njnt) if model.jnt_type[j] != 0]
+        ranges = torch.as_tensor(model.jnt_range[hinges[:JOINTS]], dtype=torch.float32, device=device)
+        self.joint_lo, self.joint_hi = ranges[:, 0], ranges[:, 1]
+        self.init_qpos = torch.as_tensor(model.qpos0, dtype=torch.float32, device=device)
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+        self.hp = torch.full((num_envs, num_agents), s.hp, device=device)
+        self.progress = torch.zeros(num_envs, dtype=torch.int64, device=device)
+        self.previous_radius = torch.zeros(num_envs, num_agents, device=device)
+
+    def scene_ring(self) -> float:
+        """The ring radius drawn in the scene (the rules, not the scene, decide who is out)."""
+        return self.settings.ring
+
+    # ---- helpers --------------------------------------------------------------------------------------------
+    def split(self, qpos: torch.Tensor, qvel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-ant views: ``(E, nq)``, ``(E, nv)`` → ``(E, A, 15)``, ``(E, A, 14)``."""
+        return (qpos.reshape(self.num_envs, self.num_agents, ROOT_Q + JOINTS),
+                qvel.reshape(self.num_envs, self.num_agents, ROOT_V + JOINTS))
+
+    def own_state(self, qpos: torch.Tensor, qvel: torch.Tensor) -> torch.Tensor:
+        """``(E, A, 29)``: root position, quaternion, linear and angular velocity, joints scaled to [-1, 1],
+        joint velocities × 0.2."""
+        return torch.cat([qpos[..., :ROOT_Q], qvel[..., :ROOT_V], self.scaled_joints(qpos),
+                          0.2 * qvel[..., ROOT_V:]], dim=-1)
+
+    def scaled_joints(self, qpos: torch.Tensor) -> torch.Tensor:
+        return 2 * (qpos[..., ROOT_Q:] - self.joint_lo) / (self.joint_hi - self.joint_lo) - 1
+
+    def costs(self, actions: torch.Tensor, qpos: torch.Tensor) -> torch.Tensor:
+        """Action and joint-limit costs ``(E, A)`` (positive numbers, subtracted from the reward)."""
+        s = self.settings
+        return (s.action_cost * actions.square().sum(-1)
+                + s.limit_cost * (self.scaled_joints(qpos).abs() > 0.99).float().sum(-1))
+
+    def speed_toward(self, qpos: torch.Tensor, qvel: torch.Tensor, target_xy: torch.Tensor) -> torch.Tensor:
+        """Each ant's horizontal speed toward ``target_xy`` ``(E, A, 2)``, in m/s ``(E, A)``."""
+        direction = target_xy - qpos[..., :2]
+        direction = direction / (direction.norm(dim=-1, keepdim=True) + 1e-8)
+        return (qvel[..., :2] * direction).sum(-1)
+
+    def _spawn(self) -> torch.Tensor:
+        """Fresh ``qpos (E, nq)`` for every environment: ants evenly spaced around the centre at a random angle
+        (opposite sides for two), radius uniform in ``spawn_radius``, facing the centre, joints mid-range."""
+        s, count, agents = self.settings, self.num_envs, self.num_agents
+        uniform = lambda *shape: torch.rand(*shape, generator=self.generator, device=self.device)  # noqa: E731
+        theta = uniform(count, 1) * 2 * math.pi + torch.arange(agents, device=self.device) * (2 * math.pi / agents)
+        lo, hi = s.spawn_radius
+        radius = lo + (hi - lo) * uniform(count, agents)
+        half_yaw = (theta + math.pi) / 2
+        qpos = self.init_qpos.expand(count, -1).reshape(count, agents, ROOT_Q + JOINTS).clone()
+        qpos[..., 0], qpos[..., 1], qpos[..., 2] = radius * torch.cos(theta), radius * torch.sin(theta), 0.75
+        qpos[..., 3], qpos[..., 4], qpos[..., 5], qpos[..., 6] = torch.cos(half_yaw), 0.0, 0.0, torch.sin(half_yaw)
+        qpos[..., ROOT_Q:] = (self.joint_lo + self.joint_hi) / 2
+        return qpos.reshape(count, -1)
+
+    def _restart(self, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """New episodes where ``mask (E,)``: physics state, HP, counters; returns the fresh per-ant state
+        ``(E, A, 15)``, ``(E, A, 14)`` (rows outside the mask are the unused fresh draw)."""
+        qpos = self._spawn()
+        qvel = torch.zeros(self.num_envs, self.physics.model.nv, device=self.device)
+        self.physics.set_state(mask, qpos, qvel)
+        per_ant_qpos, per_ant_qvel = self.split(qpos, qvel)
+        rows = mask[:, None]
+        self.hp = torch.where(rows, torch.full_like(self.hp, self.settings.hp), self.hp)
+        self.progress = torch.where(mask, torch.zeros_like(self.progress), self.progress)
+        self.previous_radius = torch.where(rows, per_ant_qpos[..., :2].norm(dim=-1), self.previous_radius)
+        self._restart_rules(mask)
+        return per_ant_qpos, per_ant_qvel
+
+    def _restart_rules(self, mask: torch.Tensor) -> None:
+        """Subclass hook: reset rule state (alive flags, ranks) where ``mask``."""
+
+    # ---- the VecTask interface --------------------------------------------------------------------------------
+    def reset(self) -> torch.Tensor:
+        qpos, qvel = self._restart(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
+        return self._observe(qpos, qvel)
+
+    def reset_idx(self, env_ids: torch.Tensor) -> None:
+        mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        mask[torch.as_tensor(env_ids, dtype=torch.int64, device=self.device)] = True
+        self._restart(mask)
+
+    def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        agents, envs = self.num_agents, self.num_envs
+        act = actions.to(self.device, torch.float32).clamp(-1.0, 1.0).reshape(agents, envs, JOINTS).transpose(0, 1)
+        targets = self.joint_lo + (act + 1) / 2 * (self.joint_hi - self.joint_lo)          # (E, A, 8)
+        self.physics.step(targets.reshape(envs, -1), self.settings.substeps)
+        qpos, qvel = self.split(*self.physics.state())
+        self.progress = self.progress + 1
+        rewards, done, extras = self._judge(qpos, qvel, act)
+        fresh_qpos, fresh_qvel = self._restart(done)
+        rows = done[:, None, None]
+        observations = self._observe(torch.where(rows, fresh_qpos, qpos), torch.where(rows, fresh_qvel, qvel))
+        return observations, rewards.transpose(0, 1).reshape(-1), done, extras
+
+    def _judge(self, qpos: torch.Tensor, qvel: torch.Tensor, actions: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """Rules of one control step: rewards ``(E, A)``, done ``(E,)``, extras (each ``(E,)`` or ``(E, A)``)."""
+        raise NotImplementedError
+
+    def _observe(self, qpos: torch.Tensor, qvel: torch.Tensor) -> torch.Tensor:
+        """Observations ``(A * E, num_obs)``, agent-major."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.physics.close()
