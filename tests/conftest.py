@@ -13,3 +13,15 @@ def ray_local():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` need a CUDA device: skipped (and said so) where there is none, as on CI."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (bench/device/run.sh runs these on a lent GPU)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -168,7 +168,9 @@ class VecLearner:
         return score / games if games else math.nan
 
     def train(self, stop: Callable[["VecLearner"], bool] | None = None) -> dict[str, float]:
-        """Run until ``stop(self)`` (default: ``evaluator.terminate`` over self.cost/iteration/time/training)."""
+        """Run until ``stop(self)`` (default: ``evaluator.terminate``; there ``self.win``/``self.fitness`` are the
+        score against the initial policy). A status line every ``evaluator.interval`` seconds, a checkpoint every
+        ``evaluator.checkpoint.interval`` seconds and at the end."""
         settings = self.config["evaluator"]
         scalars = Scalars(self.run / "tensorboard" if self.run is not None and settings["tensorboard"] else None)
         progress = Progress(settings["progress"])
@@ -176,17 +178,29 @@ class VecLearner:
         task = self.task
         progress.print(f"training: {task.num_envs} × {type(task).__name__} ({task.num_agents} agents) on "
                        f"{self.device}, horizon {self.horizon}, run directory {self.run}")
+        report_interval, checkpoint_interval = float(settings["interval"]), float(settings["checkpoint"]["interval"])
+        last_report = last_checkpoint = time.monotonic()
         try:
             while True:
                 stats = self.step()
                 self.elapsed = time.monotonic() - clock
+                against = self.win_rate_against_initial()
+                self.evaluator.latest = {"episodes": float(sum(g for _, g in self.against_initial)),
+                                         "win": against, "fitness": 2.0 * against - 1.0}
                 scalars.write(self.cost, {**{f"train/{k}": v for k, v in self.training.items()}, **stats,
-                                          **self.pool.statistics(),
-                                          "pool/win_rate_initial": self.win_rate_against_initial()})
-                progress.update({"iter": str(self.iteration), "steps": format_number(self.cost),
-                                 "agent-steps/s": format_number(stats["fps/overall"]),
-                                 "win": f"{self.training.get('win', math.nan):.2f}",
-                                 "vs initial": f"{self.win_rate_against_initial():.2f}", "time": f"{self.elapsed:.0f}s"})
+                                          **self.pool.statistics(), "pool/win_rate_initial": against})
+                fields = {"iter": str(self.iteration), "steps": format_number(self.cost),
+                          "agent-steps/s": format_number(stats["fps/overall"]),
+                          "win": f"{self.training.get('win', math.nan):.2f}", "vs initial": f"{against:.2f}",
+                          "pool": str(len(self.pool)), "time": f"{self.elapsed:.0f}s"}
+                progress.update(fields)
+                now = time.monotonic()
+                if now - last_report >= report_interval:
+                    progress.print(" | ".join(f"{k} {v}" for k, v in fields.items()))
+                    last_report = now
+                if now - last_checkpoint >= checkpoint_interval:
+                    self.save()
+                    last_checkpoint = now
                 done = stop(self) if stop is not None else self.evaluator.should_stop(
                     self.cost, self.iteration, self.elapsed, self.training)
                 if done:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from lamarckian.config import load
@@ -75,3 +76,19 @@ def test_train_py_runs_the_vec_config_without_ray(tmp_path):
                                cwd=REPOSITORY, timeout=300)
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert "done after 2 iterations" in completed.stderr and (tmp_path / "checkpoints").is_dir()
+
+
+@pytest.mark.gpu
+def test_vec_learner_keeps_everything_on_the_gpu(tmp_path):
+    config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], ["mdp.vec.backend=mjx", "mdp.vec.device=cuda",
+                                                               "mdp.vec.num_envs.cuda=512", "mdp.vec.horizon=16",
+                                                               "evaluator.progress=false", f"root={tmp_path}"])
+    learner = VecLearner(config, tmp_path)
+    before = [p.detach().clone() for p in learner.model.parameters()]
+    segment, outcomes, _ = learner.rollout()
+    assert segment["observations"].is_cuda and outcomes.is_cuda and learner.opponent.is_cuda
+    assert all(t.is_cuda for t in learner.stacked.parameters.values())
+    learner.train(stop=lambda trainer: trainer.iteration >= 3)
+    assert all(p.is_cuda for p in learner.model.parameters())
+    assert any(not torch.equal(a, b) for a, b in zip(before, learner.model.parameters()))
+    learner.close()

@@ -1,0 +1,111 @@
+"""Ant Sumo physics alone: env-steps/s of the physics batch (one physics step per env step), the control-step
+rate at the 60 Hz setting (2 physics steps per control step), and the task's step (physics + rules +
+observations) at 60 Hz, for several environment counts. Reference measured in the same run: CPU MuJoCo stepping
+the same MJCF model, 64 environments per core, on one thread or every core, whichever is faster.
+
+    python bench/vec_physics.py                          # where MJX and a GPU are: mjx on cuda; else the CPU
+    python bench/vec_physics.py --backend mjx --device cuda --envs 4096 16384 32768 --json $OUT/physics.json
+
+Each figure is the median of ``--repeats`` timed blocks of ``--steps`` calls after a warm-up (which compiles).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lamarckian.mdp.vec import AntSumo, SumoSettings, placement  # noqa: E402
+from lamarckian.mdp.vec.physics import create_physics  # noqa: E402
+from lamarckian.mdp.vec.scene import scene_xml  # noqa: E402
+
+
+def wait(tensor_source) -> None:
+    """Block until the device has finished everything queued (reads one element back)."""
+    float(tensor_source()[0].reshape(-1)[0])
+
+
+def rate(call, finished, count: int, steps: int, repeats: int) -> float:
+    """Median ``count × steps / seconds`` over ``repeats`` blocks (after one untimed warm-up block)."""
+    for _ in range(2):
+        call()
+    finished()
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for _ in range(steps):
+            call()
+        finished()
+        samples.append(count * steps / (time.perf_counter() - started))
+    return statistics.median(samples)
+
+
+def physics_rate(backend: str, device: str, envs: int, substeps: int, steps: int, repeats: int,
+                 threads: int = 1) -> float:
+    """Env-steps/s of the raw physics batch with ``substeps`` physics steps per env step (random controls)."""
+    physics = create_physics(backend, scene_xml(), envs, device, threads)
+    ctrl = torch.rand(envs, physics.model.nu, device=physics.device) - 0.5
+    try:
+        return rate(lambda: physics.step(ctrl, substeps), lambda: wait(physics.state), envs, steps, repeats)
+    finally:
+        physics.close()
+
+
+def task_rate(backend: str, device: str, envs: int, steps: int, repeats: int) -> float:
+    """Control steps/s (per environment) of the whole Ant Sumo step at 60 Hz, random actions."""
+    task = AntSumo(envs, SumoSettings(backend=backend, device=device))
+    task.reset()
+    actions = torch.rand(2 * envs, 8, device=task.device) * 2 - 1
+    try:
+        return rate(lambda: task.step(actions), lambda: wait(task.physics.state), envs, steps, repeats)
+    finally:
+        task.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="auto")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--envs", type=int, nargs="+", help="environment counts (default: 4096 16384 32768 on a "
+                                                            "GPU, 16 64 on the CPU)")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    backend, device, _ = placement({"backend": args.backend, "device": args.device, "num_envs": 1})
+    counts = args.envs or ([4096, 16384, 32768] if device.startswith("cuda") else [16, 64])
+    cores = os.cpu_count() or 1
+    card = torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "CPU"
+    print(f"# {time.strftime('%Y-%m-%d')} {platform.node()} ({card}), backend {backend} on {device}, torch "
+          f"{torch.__version__}; Ant Sumo scene (2 ants, 43 contact pairs, iterations 4 / ls 8, dt 1/120 s)")
+    reference, threads = max((physics_rate("mujoco", "cpu", 64 * cores, 1, args.steps, args.repeats, threads=n), n)
+                             for n in sorted({1, cores}))
+    print(f"reference: CPU MuJoCo, {64 * cores} envs on {threads} thread(s) (the faster of 1 and {cores}): "
+          f"{reference:,.0f} env-steps/s (1 physics step each)")
+    print(f"{'envs':>7} {'physics env-steps/s':>20} {'60 Hz control steps/s':>22} {'task steps/s':>13} "
+          f"{'× CPU MuJoCo':>13}")
+    rows = []
+    for envs in counts:
+        single = physics_rate(backend, device, envs, 1, args.steps, args.repeats)
+        control = physics_rate(backend, device, envs, 2, args.steps, args.repeats)
+        whole = task_rate(backend, device, envs, args.steps, args.repeats)
+        rows.append({"envs": envs, "physics_env_steps_per_s": single, "control_steps_per_s": control,
+                     "task_steps_per_s": whole, "speedup_vs_cpu_mujoco": single / reference})
+        print(f"{envs:>7} {single:>20,.0f} {control:>22,.0f} {whole:>13,.0f} {single / reference:>12.1f}×",
+              flush=True)
+    if args.json:
+        args.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "card": card, "backend": backend,
+                                         "device": device, "cpu_mujoco_reference": reference, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
