@@ -48,6 +48,13 @@ def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games
                 played += chunk
                 outcomes += results
                 progress.advance(task, len(chunk))
+    return report(entrants, tally, played, outcomes, seats, out, console)
+
+
+def report(entrants: Sequence[Entrant], tally: Tally, played: Sequence[Sequence[int]],
+           outcomes: Sequence[Sequence[dict]], seats: int, out: Path, console: Console) -> tuple[Tally, np.ndarray]:
+    """Ratings of a finished tournament: write the tables and plots, print the table (with sequential
+    multi-player Elo from the games' ranks when games have more than two seats); the tally and Elo ratings."""
     ratings = tally.ratings()
     write_tables(out, entrants, tally, ratings)
     plot(out, entrants, tally, ratings)

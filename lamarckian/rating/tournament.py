@@ -53,6 +53,21 @@ def load_entrants(folders: Sequence[Path], template: torch.nn.Module) -> list[En
     return entrants
 
 
+def pool_entrants(folder: Path) -> list[Entrant]:
+    """The opponent-pool snapshots stored in the newest checkpoint of ``folder`` (a self-play run's), named
+    ``<run>/pool-<id>`` with the iteration they were frozen at; ValueError with one line if there are none."""
+    paths = sorted(p for p in folder.iterdir() if PATTERN.match(p.name)) if folder.is_dir() else []
+    if not paths:
+        raise ValueError(f"{folder}: no checkpoint-*.pt files")
+    state = torch.load(paths[-1], map_location="cpu", weights_only=True)
+    snapshots = (state.get("pool") or {}).get("snapshots") or []
+    if not snapshots:
+        raise ValueError(f"{paths[-1]}: holds no opponent pool")
+    label = folder.resolve().parent.name if folder.name == "checkpoints" else folder.name
+    return [Entrant(f"{label}/pool-{int(s['id'])}", s["blob"].numpy().copy(), int(s["iteration"]))
+            for s in snapshots]
+
+
 def schedule(count: int, games: int, seats: int = 2) -> list[list[int]]:
     """Every group of ``seats`` entrants plays ``games`` games, the seating rotating each game; a match lists
     the entrant index per seat."""

@@ -32,6 +32,13 @@ from .ppo import PPO, PPOSettings
 SCORES = (1.0, 0.5, 0.0)  # win, draw, loss (the columns of the outcome counts)
 
 
+def vec_model(task: VecTask, settings: Mapping[str, Any]) -> ActorCritic:
+    """The actor-critic for ``task``'s observations and actions in [-1, 1] (``model`` section), on its device."""
+    spaces = (gymnasium.spaces.Box(-np.inf, np.inf, (task.num_obs,), np.float32),
+              gymnasium.spaces.Box(-1.0, 1.0, (task.num_actions,), np.float32))
+    return ActorCritic(*spaces, ModelSettings.from_mapping(settings)).to(task.device)
+
+
 class VecLearner:
     """Trains agent 0 of a :class:`VecTask` against snapshots of itself.
 
@@ -48,9 +55,7 @@ class VecLearner:
         self.task: VecTask = create_vec_task(vec, seed=config["seed"])
         task = self.task
         self.device = task.device
-        spaces = (gymnasium.spaces.Box(-np.inf, np.inf, (task.num_obs,), np.float32),
-                  gymnasium.spaces.Box(-1.0, 1.0, (task.num_actions,), np.float32))
-        self.model = ActorCritic(*spaces, ModelSettings.from_mapping(config["model"])).to(self.device)
+        self.model = vec_model(task, config["model"])
         self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
         self.horizon = int(vec["horizon"])
         self.initial_blob = to_blob(self.model)
