@@ -1,8 +1,19 @@
-"""Reinforcement learning: the sampling Actor, PPO, the Learner and the Evaluator."""
+"""Reinforcement learning: the sampling Actor, PPO, the Learner and the Evaluator.
 
-from .actor import Actor, build_model
-from .evaluator import Evaluator, summarize
-from .learner import Learner
-from .ppo import PPO, PPOSettings, vtrace_advantages
+Names are imported on first use (PEP 562), so that the vectorized path (``lamarckian.rl.vec_learner``) runs where
+the RPC layer's dependencies (ZeroMQ, cryptography) or Ray are not installed, as on a bare GPU machine.
+"""
 
-__all__ = ["PPO", "Actor", "Evaluator", "Learner", "PPOSettings", "build_model", "summarize", "vtrace_advantages"]
+from importlib import import_module
+from typing import Any
+
+_WHERE = {"Actor": "actor", "build_model": "actor", "Evaluator": "evaluator", "summarize": "evaluator",
+          "Learner": "learner", "PPO": "ppo", "PPOSettings": "ppo", "vtrace_advantages": "ppo"}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_WHERE[name]}", __name__), name)

@@ -30,6 +30,7 @@ from .pool import OpponentPool, PoolSettings
 from .ppo import PPO, PPOSettings
 
 SCORES = (1.0, 0.5, 0.0)  # win, draw, loss (the columns of the outcome counts)
+WINDOW = 500              # games the running win rates are taken over
 
 
 def vec_model(task: VecTask, settings: Mapping[str, Any]) -> ActorCritic:
@@ -67,7 +68,8 @@ class VecLearner:
         self.iteration = self.cost = self.version = 0
         self.elapsed = 0.0
         self.training: dict[str, float] = {}
-        self.against_initial: collections.deque[tuple[float, float]] = collections.deque(maxlen=8)
+        self.recent_scores: collections.deque[float] = collections.deque(maxlen=WINDOW)       # all games
+        self.initial_scores: collections.deque[float] = collections.deque(maxlen=WINDOW)      # initial lanes
         self.run = run
         keep = config["evaluator"]["checkpoint"]["keep"]
         self.checkpoints = Checkpoints(run / "checkpoints", keep) if run is not None else None
@@ -135,19 +137,19 @@ class VecLearner:
         return segment, outcomes, returns
 
     def _record(self, outcomes: np.ndarray, returns: np.ndarray) -> None:
-        """Fold one rollout's game counts (host copies) into the pool, the training summary and the record
-        against the initial policy."""
+        """Fold one rollout's game counts (host copies) into the pool, the running scores and the training summary."""
         for row, snapshot_id in enumerate(self.pool_ids):
             for score, count in zip(SCORES, outcomes[row]):
                 for _ in range(int(count)):
                     self.pool.record(snapshot_id, score)
-        games = outcomes.sum()
-        if games:
-            score = float(outcomes.sum(0) @ np.array(SCORES)) / games
-            self.training = {"episodes": float(games), "win": score, "fitness": 2.0 * score - 1.0,
-                             "return": float(returns[0] / max(1.0, returns[1]))}
-        initial = outcomes[-1]
-        self.against_initial.append((float(initial @ np.array(SCORES)), float(initial.sum())))
+        for row, scores in ((slice(None), self.recent_scores), (slice(-1, None), self.initial_scores)):
+            for score, count in zip(SCORES, outcomes[row].sum(0)):
+                scores.extend([score] * int(count))
+        if self.recent_scores:
+            score = float(np.mean(self.recent_scores))
+            self.training = {"episodes": float(len(self.recent_scores)), "win": score, "fitness": 2.0 * score - 1.0}
+        if returns[1]:
+            self.training["return"] = float(returns[0] / returns[1])
 
     def step(self) -> dict[str, float]:
         """One rollout and one PPO update; pool bookkeeping (record games, maybe freeze a snapshot)."""
@@ -166,11 +168,9 @@ class VecLearner:
         return stats
 
     def win_rate_against_initial(self) -> float:
-        """The learner's score against the initial policy over the last 8 rollouts of the ``initial_share``
+        """The learner's score against the initial policy over the last ``WINDOW`` games of the ``initial_share``
         environments (win 1, draw 0.5; nan: no game finished there yet)."""
-        score = sum(s for s, _ in self.against_initial)
-        games = sum(g for _, g in self.against_initial)
-        return score / games if games else math.nan
+        return float(np.mean(self.initial_scores)) if self.initial_scores else math.nan
 
     def train(self, stop: Callable[["VecLearner"], bool] | None = None) -> dict[str, float]:
         """Run until ``stop(self)`` (default: ``evaluator.terminate``; there ``self.win``/``self.fitness`` are the
@@ -190,7 +190,7 @@ class VecLearner:
                 stats = self.step()
                 self.elapsed = time.monotonic() - clock
                 against = self.win_rate_against_initial()
-                self.evaluator.latest = {"episodes": float(sum(g for _, g in self.against_initial)),
+                self.evaluator.latest = {"episodes": float(len(self.initial_scores)),
                                          "win": against, "fitness": 2.0 * against - 1.0}
                 scalars.write(self.cost, {**{f"train/{k}": v for k, v in self.training.items()}, **stats,
                                           **self.pool.statistics(), "pool/win_rate_initial": against})

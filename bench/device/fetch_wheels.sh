@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Download the wheels the lent GPU machine lacks (it has Python 3.12, torch, JAX with CUDA, numpy, scipy, msgpack,
+# PyYAML, rich, tensorboard, matplotlib, pytest; no network) into .whl/, which run.sh installs from.
+# Run here, in the repository root, before the device call; .whl/ is ignored by git (.git/info/exclude) and
+# travels with `carry: [".whl"]`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+mkdir -p .whl
+platforms=()
+for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux1_x86_64; do
+  platforms+=(--platform "$p")
+done
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp "${platforms[@]}" \
+  -d .whl mujoco==3.17.0 mujoco-mjx==3.17.0 trimesh glfw pyopengl gymnasium farama-notifications
+ls -la .whl && du -sh .whl
