@@ -2,7 +2,9 @@
 # The one prepared device check of the GPU self-play path (issue 6), for a lent H100/H200 (no Ray, no network).
 # Order = priority: physics and self-play figures first, then the 10-minute-budget training run, then the GPU tests.
 # Writes logs and JSON to $OUT. Needs .whl/ from bench/device/fetch_wheels.sh (carry it).
-#   device run:  bash bench/device/run.sh        (carry: [".whl"], timeout_s: 600)
+#   device run:  bash bench/device/run.sh        (carry: [".whl"], timeout_s: 600; kind nvidia-h200: the 900k
+#                env-steps/s figure of DEVELOPERS.md was measured on an H200, an H100 has less memory bandwidth)
+# Compiled MJX steps are cached on disk (JAX_COMPILATION_CACHE_DIR): each batch shape compiles once per machine.
 set -uo pipefail
 OUT=${OUT:-/tmp/lamarckian-device}
 mkdir -p "$OUT"

@@ -37,9 +37,13 @@ class VecTask(abc.ABC):
 
         Returns ``obs`` ``(num_agents * num_envs, num_obs)``, ``reward`` ``(num_agents * num_envs,)``, ``done``
         ``(num_envs,)`` and ``extras`` with ``win``, ``lose``, ``draw`` (agent 0's outcome) and ``time_outs``, each
-        ``(num_envs,)`` bool. Finished environments are reset before returning: their rows of ``obs`` start the
-        next episode."""
+        ``(num_envs,)`` bool, and for games of more than two players ``ranks`` ``(num_envs, num_agents)`` (1 = best)
+        of the games that just ended. Finished environments are reset before returning: their rows of ``obs``
+        start the next episode."""
 
     @abc.abstractmethod
     def reset_idx(self, env_ids: torch.Tensor) -> None:
         """Start new episodes in the environments ``env_ids`` (int64 indices)."""
+
+    def close(self) -> None:
+        """Release the physics (threads, compiled steps, a server connection)."""
