@@ -314,8 +314,8 @@ def main(argv=None) -> int:
     with os.fdopen(descriptor, "w") as handle:
         handle.write(key.hex())
     server = Server(task, key, args.host)
-    print("serving {} ({} envs) at {}; key in {}".format(args.task or "the stand-in task", args.num_envs,
-                                                         server.address, path), flush=True)
+    print("serving {} ({} envs) at {}; key in {} (Python {})".format(
+        args.task or "the stand-in task", args.num_envs, server.address, path, sys.version.split()[0]), flush=True)
     try:
         server.serve()
     except KeyboardInterrupt:

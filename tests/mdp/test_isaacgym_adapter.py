@@ -1,8 +1,12 @@
 """The isaacgym backend against a stand-in task process: ``isaacgym_server.py --standin`` speaks the same protocol
-as with a real Isaac Gym task (which cannot be installed here), in its own process, over real ZeroMQ sockets."""
+as with a real Isaac Gym task (which cannot be installed here), in its own process, over real ZeroMQ sockets.
+
+``LAMARCKIAN_SERVER_PYTHON`` names the interpreter that runs the server (default: this one); Isaac Gym's is
+Python 3.8 with numpy, msgpack and pyzmq, e.g. ``LAMARCKIAN_SERVER_PYTHON=/path/to/python3.8 pytest ...``."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,11 +21,12 @@ from lamarckian.rpc.errors import ActorDiedError
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 SERVER = REPOSITORY / "isaacgym_server.py"
+SERVER_PYTHON = os.environ.get("LAMARCKIAN_SERVER_PYTHON", sys.executable)
 E = 4
 
 
 def start_server(key_file: Path, *extra: str) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen([sys.executable, str(SERVER), "--standin", "--num-envs", str(E), "--key-file",
+    process = subprocess.Popen([SERVER_PYTHON, str(SERVER), "--standin", "--num-envs", str(E), "--key-file",
                                 str(key_file), *extra], stdout=subprocess.PIPE, text=True)
     line = process.stdout.readline()
     assert "serving" in line, line
@@ -124,7 +129,7 @@ def test_bad_settings_are_clear(tmp_path, server):
         RemoteVecTask.connect({"address": address, "key_file": str(tmp_path / "missing"), "timeout": 5}, num_envs=E)
     with pytest.raises(ValueError, match="runs 4 environments"):
         RemoteVecTask.connect({"address": address, "key_file": str(key_file), "timeout": 5}, num_envs=16)
-    completed = subprocess.run([sys.executable, str(SERVER), "--task", "MA_Ant_Sumo", "--key-file",
+    completed = subprocess.run([SERVER_PYTHON, str(SERVER), "--task", "MA_Ant_Sumo", "--key-file",
                                 str(tmp_path / "k")], capture_output=True, text=True)
     assert completed.returncode == 2 and "--config" in completed.stderr
     np.testing.assert_equal(len(read_key(key_file)), 32)
