@@ -31,7 +31,11 @@ timeout 120 python3 bench/vec_selfplay.py --envs $ENVS --iterations 5 --json "$O
   | grep -v warp | tee "$OUT/selfplay.log"
 echo "self-play took $((SECONDS - started)) s"
 
-echo "== training (train.py -c mdp/vec/ant_sumo.yml rl/ppo_gpu.yml), at most ${TRAIN_SECONDS} s"; started=$SECONDS
+# the training gets what is left of BUDGET seconds after the benchmarks, keeping 100 s for its start and the GPU tests
+BUDGET=${BUDGET:-540}
+left=$((BUDGET - SECONDS - 100))
+if [ "$left" -lt "$TRAIN_SECONDS" ]; then TRAIN_SECONDS=$left; fi
+echo "== training (train.py -c mdp/vec/ant_sumo.yml rl/ppo_gpu.yml), ${TRAIN_SECONDS} s"; started=$SECONDS
 timeout $((TRAIN_SECONDS + 60)) python3 train.py -c mdp/vec/ant_sumo.yml rl/ppo_gpu.yml -m \
   "evaluator.terminate=self.time >= ${TRAIN_SECONDS}" evaluator.interval=10 evaluator.progress=false \
   evaluator.tensorboard=false "root=$OUT/run" -D 2>&1 | grep -v warp | tee "$OUT/train.log"
