@@ -52,7 +52,7 @@ class AntRing(VecTask):
         self.settings = s = settings
         self.num_envs, self.num_agents = num_envs, num_agents
         self.num_actions, self.max_episode_length = JOINTS, s.max_episode_length
-        xml = scene_xml(num_agents, self.scene_ring(), s.kp, s.kd, s.timestep)
+        xml = scene_xml(num_agents, s.ring, s.kp, s.kd, s.timestep)  # the ring drawn; the rules decide who is out
         self.physics = create_physics(s.backend, xml, num_envs, s.device, s.threads)
         self.device = device = self.physics.device
         model = self.physics.model
@@ -64,10 +64,6 @@ class AntRing(VecTask):
         self.hp = torch.full((num_envs, num_agents), s.hp, device=device)
         self.progress = torch.zeros(num_envs, dtype=torch.int64, device=device)
         self.previous_radius = torch.zeros(num_envs, num_agents, device=device)
-
-    def scene_ring(self) -> float:
-        """The ring radius drawn in the scene (the rules, not the scene, decide who is out)."""
-        return self.settings.ring
 
     # ---- helpers --------------------------------------------------------------------------------------------
     def split(self, qpos: torch.Tensor, qvel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
