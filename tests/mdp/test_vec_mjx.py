@@ -9,7 +9,7 @@ import torch
 
 from lamarckian.mdp.vec import AntBattle, AntSumo, BattleSettings, SumoSettings
 
-from .vec_helpers import ants
+from .vec_helpers import ants, place
 
 E = 4
 
@@ -77,3 +77,23 @@ def test_ant_battle_runs_on_cuda():
     assert observations.shape == (4 * 128, task.num_obs) and torch.isfinite(observations).all()
     assert extras["ranks"].is_cuda
     task.close()
+
+
+def test_vec_learner_trains_on_the_mjx_backend(tmp_path):
+    """The GPU path's code (MJX physics, DLPack hand-over, masked resets, on-device rollout) on CPU JAX."""
+    from lamarckian.config import load
+    from lamarckian.rl.vec_learner import VecLearner
+
+    config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], ["mdp.vec.backend=mjx", "mdp.vec.device=cpu",
+                                                               "mdp.vec.num_envs.cpu=4", "mdp.vec.horizon=8",
+                                                               "evaluator.progress=false"])
+    learner = VecLearner(config, None)
+    learner.rollout()                            # resets every environment first
+    place(learner.task, 1, 1, 3.5, 0.0)          # then the opponent of environment 1 leaves the ring
+    segment, outcomes, _ = learner.rollout()
+    assert segment["dones"][0].tolist() == [0, 1, 0, 0] and outcomes.sum() == 1
+    before = [p.detach().clone() for p in learner.model.parameters()]
+    learner.train(stop=lambda trainer: trainer.iteration >= 2)
+    assert any(not torch.equal(a, b) for a, b in zip(before, learner.model.parameters()))
+    assert torch.isfinite(learner.observations).all()
+    learner.close()
