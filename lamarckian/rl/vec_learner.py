@@ -79,14 +79,23 @@ class VecLearner:
     # ---- opponents ------------------------------------------------------------------------------------------
     def _stack_pool(self) -> None:
         """Stack the pool's snapshots and, last, the initial policy (the fixed opponent of the first
-        ``initial_envs`` environments); redraw every environment's opponent."""
+        ``initial_envs`` environments). Games in progress keep their opponent if it is still in the pool; the
+        others (and every environment at the start) draw one."""
+        previous = getattr(self, "pool_ids", None)
         self.pool_ids = list(self.pool.snapshots)
         blobs = [self.pool.snapshots[i].blob for i in self.pool_ids] + [self.initial_blob]
         self.stacked = StackedPolicies(self.model, blobs, self.device)
         probabilities = self.pool.probabilities()
         self.pool_weights = torch.tensor([probabilities[i] for i in self.pool_ids], device=self.device)
         self.initial_lane = torch.arange(self.task.num_envs, device=self.device) < self.initial_envs
-        self.opponent = self._draw()
+        drawn = self._draw()
+        if previous is None:
+            self.opponent = drawn
+            return
+        position = {snapshot_id: index for index, snapshot_id in enumerate(self.pool_ids)}
+        moved = torch.tensor([position.get(i, -1) for i in previous] + [len(self.pool_ids)], device=self.device)
+        kept = moved[self.opponent]
+        self.opponent = torch.where(kept >= 0, kept, drawn)
 
     def _draw(self) -> torch.Tensor:
         """A pool position per environment ``(E,)`` by the chooser's probabilities (the initial policy's index in

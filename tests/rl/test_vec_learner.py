@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from lamarckian.config import load
+from lamarckian.model import to_blob
 from lamarckian.rl.vec_learner import VecLearner
 
 from ..mdp.vec_helpers import place
@@ -52,7 +53,8 @@ def test_rollout_shapes_and_opponents_per_environment(tmp_path):
 
 def test_initial_lanes_play_the_initial_policy_and_score_against_it():
     config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "mdp.vec.horizon=2", "mdp.vec.initial_share=0.5",
-                                             "rl.opponent.pool.add=True", "rl.opponent.pool.games_to_check=0"])
+                                             "rl.opponent.pool.add=True", "rl.opponent.pool.games_to_check=0",
+                                             "rl.opponent.pool.capacity=2"])
     learner = VecLearner(config, None)
     learner.step()                                  # a second snapshot joins the pool: the stack is 2 + initial
     assert learner.stacked.count == 3 and learner.opponent[:2].tolist() == [2, 2]
@@ -64,6 +66,17 @@ def test_initial_lanes_play_the_initial_policy_and_score_against_it():
     assert segment["dones"][0].tolist() == [1, 0, 1, 0] and segment["rewards"][0, 0] > 1900
     learner._record(outcomes.numpy(), returns.numpy())
     assert learner.win_rate_against_initial() == 1.0 and learner.training["win"] == 0.5
+    # a new snapshot evicts snapshot 0: games in progress keep their opponent if it is still there (at its new
+    # position), those against snapshot 0 draw another
+    named = lambda: [learner.pool_ids[i] if i < len(learner.pool_ids) else "initial"  # noqa: E731
+                     for i in learner.opponent.tolist()]
+    learner.opponent[2:] = torch.tensor([0, 1])
+    before = named()
+    learner.pool.add(to_blob(learner.model), learner.iteration)
+    learner._stack_pool()
+    after = named()
+    assert learner.pool_ids == [1, 2] and learner.stacked.count == 3
+    assert after[:2] == ["initial", "initial"] and after[3] == before[3] == 1 and after[2] in (1, 2)
     learner.close()
 
 
