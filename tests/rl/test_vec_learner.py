@@ -105,3 +105,20 @@ def test_vec_learner_keeps_everything_on_the_gpu(tmp_path):
     assert all(p.is_cuda for p in learner.model.parameters())
     assert any(not torch.equal(a, b) for a, b in zip(before, learner.model.parameters()))
     learner.close()
+
+
+@pytest.mark.parametrize("change, message", [
+    ("mdp.vec.task=ant_judo", "mdp.vec.task='ant_judo'"),
+    ("mdp.vec.backend=physx", "mdp.vec.backend='physx'"),
+    ("mdp.vec.device=cuda", "the mujoco backend runs on the CPU"),
+    ("mdp.vec.num_envs.cpu=0", "mdp.vec.num_envs=0"),
+    ("mdp.vec.backend=isaacgym mdp.vec.isaacgym.address=null", "needs mdp.vec.isaacgym.address"),
+    ("mdp.vec.ants=1 mdp.vec.task=ant_battle", "mdp.vec.ants=1"),
+    pytest.param("mdp.vec.backend=mjx mdp.vec.device=cuda", "JAX sees 0 GPU(s)",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")),
+])
+def test_bad_vec_settings_stop_train_py_with_one_line(tmp_path, change, message):
+    completed = subprocess.run([sys.executable, "train.py", "-c", "mdp/vec/ant_sumo.yml", "-m", *change.split(),
+                                f"root={tmp_path}/run"], capture_output=True, text=True, cwd=REPOSITORY, timeout=120)
+    assert completed.returncode == 2 and message in completed.stderr, completed.stderr[-1500:]
+    assert len(completed.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()

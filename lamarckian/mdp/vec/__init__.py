@@ -10,18 +10,11 @@ import torch
 
 from .base import VecTask
 from .battle import AntBattle, BattleSettings
-from .physics import BACKENDS
+from .physics import BACKENDS, mjx_available
 from .ring import AntRing, RingSettings
 from .sumo import AntSumo, SumoSettings
 
 TASKS = ("ant_sumo", "ant_battle")
-
-
-def mjx_available() -> bool:
-    """Whether MuJoCo XLA (and so JAX) can be imported."""
-    import importlib.util
-
-    return importlib.util.find_spec("jax") is not None and importlib.util.find_spec("mujoco.mjx") is not None
 
 
 def placement(settings: Mapping[str, Any]) -> tuple[str, str, int]:

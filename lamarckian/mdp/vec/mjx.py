@@ -24,7 +24,14 @@ def jax_device(device: str):
         return jax.devices("cpu")[0]
     if parsed.type != "cuda":
         raise ValueError(f"mdp.vec.device={device!r}: the mjx backend runs on cpu or cuda")
-    return jax.devices("gpu")[parsed.index or 0]
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:
+        gpus = []
+    if len(gpus) <= (parsed.index or 0):
+        raise ValueError(f"mdp.vec.device={device!r}: JAX sees {len(gpus)} GPU(s) (a CUDA build of JAX is needed: "
+                         "pip install 'jax[cuda12]')")
+    return gpus[parsed.index or 0]
 
 
 class MJXBatch:

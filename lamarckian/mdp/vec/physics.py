@@ -13,6 +13,7 @@ is true (a fixed-shape call: no host synchronization, no recompilation).
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from importlib.util import find_spec
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -97,6 +98,11 @@ class MuJoCoBatch:
             self.pool.shutdown()
 
 
+def mjx_available() -> bool:
+    """Whether MuJoCo XLA (and so JAX) can be imported."""
+    return find_spec("jax") is not None and find_spec("mujoco.mjx") is not None
+
+
 def create_physics(backend: str, xml: str, num_envs: int, device: str, threads: int = 1) -> PhysicsBatch:
     """The ``backend`` batch (``mujoco`` runs on the CPU whatever ``device`` says; ``mjx`` on ``device``)."""
     if backend == "mujoco":
@@ -104,6 +110,9 @@ def create_physics(backend: str, xml: str, num_envs: int, device: str, threads: 
             raise ValueError(f"mdp.vec.device={device!r}: the mujoco backend runs on the CPU (use backend mjx)")
         return MuJoCoBatch(xml, num_envs, threads)
     if backend == "mjx":
+        if not mjx_available():
+            raise ValueError("mdp.vec.backend=mjx needs MuJoCo XLA: pip install 'lamarckian[mjx]' (and on a GPU "
+                             "machine 'jax[cuda12]')")
         from .mjx import MJXBatch
 
         return MJXBatch(xml, num_envs, device)
