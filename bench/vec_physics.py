@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -23,6 +22,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import seconds_per_call  # noqa: E402
 
 from lamarckian.mdp.vec import AntSumo, SumoSettings, placement  # noqa: E402
 from lamarckian.mdp.vec.physics import create_physics  # noqa: E402
@@ -35,18 +36,8 @@ def wait(tensor_source) -> None:
 
 
 def rate(call, finished, count: int, steps: int, repeats: int) -> float:
-    """Median ``count × steps / seconds`` over ``repeats`` blocks (after one untimed warm-up block)."""
-    for _ in range(2):
-        call()
-    finished()
-    samples = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        for _ in range(steps):
-            call()
-        finished()
-        samples.append(count * steps / (time.perf_counter() - started))
-    return statistics.median(samples)
+    """``count`` items per call: the median items per second (after two untimed calls, which compile)."""
+    return count / seconds_per_call(call, steps, repeats, finished, warmup=2)
 
 
 def physics_rate(backend: str, device: str, envs: int, substeps: int, steps: int, repeats: int,

@@ -24,12 +24,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from vec_physics import physics_rate, wait  # noqa: E402
+
 from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp.vec import placement  # noqa: E402
 from lamarckian.model import to_blob  # noqa: E402
 from lamarckian.rl.vec_learner import VecLearner  # noqa: E402
-
-from vec_physics import physics_rate, wait  # noqa: E402
 
 
 def main() -> None:
@@ -68,7 +68,7 @@ def main() -> None:
     for _ in range(args.iterations):
         begin = time.perf_counter()
         segment, outcomes, returns = learner.rollout()
-        wait(lambda: (segment["rewards"],))
+        float(segment["rewards"][-1, 0])                 # waits for the device to finish the rollout
         middle = time.perf_counter()
         learner.ppo.update([segment], learner.version, learner.cost)
         learner._record(outcomes.cpu().numpy(), returns.cpu().numpy())

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -26,17 +25,7 @@ from lamarckian.model import to_blob  # noqa: E402
 from lamarckian.model.stacked import StackedPolicies  # noqa: E402
 from lamarckian.rl import build_model  # noqa: E402
 
-
-def per_step(function, steps: int, repeats: int) -> float:
-    """Median seconds per call."""
-    function()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        for _ in range(steps):
-            function()
-        times.append((time.perf_counter() - started) / steps)
-    return statistics.median(times)
+from timing import seconds_per_call  # noqa: E402
 
 
 def main() -> None:
@@ -65,8 +54,8 @@ def main() -> None:
                     model.outputs(observations[index])
 
         steps = max(5, 2000 // count)
-        loop_time = per_step(loop, steps, args.repeats)
-        stacked_time = per_step(lambda: stacked.outputs(observations), steps, args.repeats)
+        loop_time = seconds_per_call(loop, steps, args.repeats)
+        stacked_time = seconds_per_call(lambda: stacked.outputs(observations), steps, args.repeats)
         print(f"{count:>4} {loop_time * 1e3:>9.3f} {stacked_time * 1e3:>11.3f} {loop_time / stacked_time:>8.1f}x",
               flush=True)
 

@@ -60,7 +60,7 @@ class VecLearner:
         self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
         self.horizon = int(vec["horizon"])
         self.initial_blob = to_blob(self.model)
-        self.initial_envs = int(round(float(vec["initial_share"]) * task.num_envs))
+        self.initial_envs = round(float(vec["initial_share"]) * task.num_envs)
         self.pool = OpponentPool(PoolSettings.from_mapping(config["rl"]["opponent"]["pool"]))
         self.pool.add(self.initial_blob, iteration=0)
         self.generator = torch.Generator(device=self.device).manual_seed(int(config["seed"]))
