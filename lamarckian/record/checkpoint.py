@@ -12,8 +12,9 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
+import numpy as np
 import torch
 
 PATTERN = re.compile(r"^checkpoint-(\d{12})\.pt$")
@@ -75,3 +76,15 @@ class Checkpoints:
             except Exception as error:  # noqa: BLE001 - any unreadable file is skipped, never fatal
                 log.warning("skipping unreadable checkpoint %s: %s", path, error)
         return None
+
+
+def plain(value: Any) -> Any:
+    """``value`` (a config) as plain containers, numbers and strings: what a checkpoint loaded with
+    ``weights_only=True`` may hold."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

@@ -19,7 +19,7 @@ import torch
 from .. import rpc
 from ..mdp import create_mdp
 from ..model import to_blob
-from ..record import Checkpoints, CsvLog, Progress, Scalars, format_number
+from ..record import Checkpoints, CsvLog, Progress, Scalars, format_number, plain
 from .actor import Actor, build_model
 from .evaluator import Evaluator, summarize
 from .pool import OpponentPool, PoolSettings
@@ -79,7 +79,7 @@ class Learner:
         return {"model": self.model.state_dict(), "optimizer": self.ppo.optimizer.state_dict(), "lr": self.ppo.lr,
                 "pool": self.pool.state_dict() if self.pool is not None else None, "version": self.version,
                 "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed,
-                "evaluation": dict(self.evaluator.latest), "config": _plain(self.config)}
+                "evaluation": dict(self.evaluator.latest), "config": plain(self.config)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
@@ -323,15 +323,4 @@ class Learner:
             if not math.isnan(latest.get("win", math.nan)):
                 fields["win"] = f"{latest['win']:.0%}"
         self.progress.update(fields)
-
-
-def _plain(value: Any) -> Any:
-    """Config as plain containers (for the checkpoint)."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 

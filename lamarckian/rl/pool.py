@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from ..config import Expression
+from .window import ScoreWindow, outcome_score
 
 CHOOSERS = ("uniform", "latest", "pfsp")
 WEIGHTINGS = ("linear", "squared", "variance")
@@ -20,6 +21,7 @@ WEIGHTINGS = ("linear", "squared", "variance")
 class Snapshot:
     """A frozen copy of the learner and the learner's record against it.
 
+    ``iteration``, ``cost`` (env steps) and ``elapsed`` (seconds of training) say when it was frozen.
     ``decayed_score`` / ``decayed_games`` are the learner's score (win 1, draw 0.5) and game count, each
     multiplied by ``decay`` per new game against this opponent: recent games count most.
     """
@@ -27,6 +29,8 @@ class Snapshot:
     id: int
     iteration: int
     blob: np.ndarray
+    cost: int = 0
+    elapsed: float = 0.0
     games: int = 0
     wins: int = 0
     draws: int = 0
@@ -82,16 +86,18 @@ class OpponentPool:
         self.snapshots: collections.OrderedDict[int, Snapshot] = collections.OrderedDict()
         self.next_id = 0
         self.last_add_iteration = 0
-        self.recent: collections.deque[float] = collections.deque(maxlen=settings.games_to_check)
+        self.recent = ScoreWindow(max(1, settings.games_to_check))
         self.games_since_add = 0
 
     def __len__(self) -> int:
         return len(self.snapshots)
 
-    def add(self, blob: np.ndarray, iteration: int, snapshot_id: int | None = None) -> Snapshot:
-        """Freeze ``blob`` as a new opponent (evicting the oldest beyond capacity); ids count up unless given."""
+    def add(self, blob: np.ndarray, iteration: int, snapshot_id: int | None = None, cost: int = 0,
+            elapsed: float = 0.0) -> Snapshot:
+        """Freeze ``blob`` as a new opponent at ``iteration`` / ``cost`` env steps / ``elapsed`` seconds (evicting
+        the oldest beyond capacity); ids count up unless given."""
         snapshot_id = self.next_id if snapshot_id is None else snapshot_id
-        snapshot = Snapshot(snapshot_id, iteration, np.array(blob, np.float32, copy=True))
+        snapshot = Snapshot(snapshot_id, iteration, np.array(blob, np.float32, copy=True), int(cost), float(elapsed))
         self.snapshots[snapshot.id] = snapshot
         self.next_id = max(self.next_id, snapshot_id) + 1
         while len(self.snapshots) > self.settings.capacity:
@@ -102,26 +108,48 @@ class OpponentPool:
         return snapshot
 
     def record(self, opponent: int, score: float) -> None:
-        """One finished game of the learner against snapshot ``opponent`` (score 1 win, 0.5 draw, 0 loss);
-        games against evicted snapshots count only toward the add rule."""
-        self.recent.append(score)
+        """One finished game of the learner against snapshot ``opponent`` (score 1 win, 0.5 draw, 0 loss, or a
+        pairwise score in between); games against evicted snapshots count only toward the add rule."""
+        self.recent.add(1, score)
         self.games_since_add += 1
+        self._fold(opponent, 1, score, int(score == 1.0), int(score == 0.5), int(score == 0.0))
+
+    def record_counts(self, counts: Mapping[int, Sequence[float]]) -> None:
+        """The games of one iteration: ``counts[opponent] = (wins, draws, losses)``. The games have no order among
+        them; every statistic is what they give fed one by one in random order, in expectation (the decayed
+        statistics in closed form, the recent window as one batch)."""
+        total_games = total_score = 0.0
+        for opponent, outcomes in counts.items():
+            wins, draws, losses = (float(count) for count in outcomes)   # plain numbers go into checkpoints
+            games, score = outcome_score(wins, draws, losses)
+            if games:
+                self._fold(opponent, int(games), score, int(wins), int(draws), int(losses))
+                total_games += games
+                total_score += score
+        self.recent.add(total_games, total_score)
+        self.games_since_add += int(total_games)
+
+    def _fold(self, opponent: int, games: int, score: float, wins: int, draws: int, losses: int) -> None:
+        """Add ``games`` games scoring ``score`` in all to ``opponent``'s record. Decayed: each game multiplies the
+        earlier ones by ``decay``, so n unordered games of mean s add s·(1 + d + … + d^(n−1)) and scale by d^n."""
         snapshot = self.snapshots.get(opponent)
         if snapshot is None:
             return
-        snapshot.games += 1
-        snapshot.wins += score == 1.0
-        snapshot.draws += score == 0.5
-        snapshot.losses += score == 0.0
-        snapshot.decayed_score = snapshot.decayed_score * self.settings.decay + score
-        snapshot.decayed_games = snapshot.decayed_games * self.settings.decay + 1.0
+        decay = self.settings.decay
+        weight = games if decay == 1.0 else (1.0 - decay ** games) / (1.0 - decay)
+        snapshot.games += games
+        snapshot.wins += wins
+        snapshot.draws += draws
+        snapshot.losses += losses
+        snapshot.decayed_score = snapshot.decayed_score * decay ** games + score / games * weight
+        snapshot.decayed_games = snapshot.decayed_games * decay ** games + weight
 
     def should_add(self, iteration: int) -> bool:
         """After ``games_to_check`` games since the last addition, the ``add`` rule over ``self.win_rate``
         (those recent games), ``self.iterations_since_add``, ``self.games`` and ``self.size``."""
         if self.games_since_add < self.settings.games_to_check:
             return False
-        names = {"win_rate": float(np.mean(self.recent)) if self.recent else 0.0,
+        names = {"win_rate": self.recent.mean() if self.recent.games else 0.0,
                  "iterations_since_add": iteration - self.last_add_iteration,
                  "games": self.games_since_add, "size": len(self.snapshots)}
         return bool(self.add_rule.evaluate({"self": names}))
@@ -147,7 +175,7 @@ class OpponentPool:
 
     def state_dict(self) -> dict[str, Any]:
         return {"next_id": self.next_id, "last_add_iteration": self.last_add_iteration,
-                "games_since_add": self.games_since_add, "recent": list(self.recent),
+                "games_since_add": self.games_since_add, "recent": self.recent.state(),
                 "snapshots": [{**{f.name: getattr(s, f.name) for f in dataclasses.fields(s) if f.name != "blob"},
                                "blob": torch.from_numpy(s.blob.copy())} for s in self.snapshots.values()]}
 
@@ -155,8 +183,7 @@ class OpponentPool:
         self.next_id = int(state["next_id"])
         self.last_add_iteration = int(state["last_add_iteration"])
         self.games_since_add = int(state["games_since_add"])
-        self.recent.clear()
-        self.recent.extend(float(x) for x in state["recent"])
+        self.recent.load(state["recent"])
         self.snapshots.clear()
         for entry in state["snapshots"]:
             fields = {k: v for k, v in entry.items() if k != "blob"}

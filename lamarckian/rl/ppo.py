@@ -84,6 +84,12 @@ def vtrace_advantages(rewards: torch.Tensor, values: torch.Tensor, dones: torch.
     return advantages, advantages + values[:-1]
 
 
+def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """``1 − Var(target − predicted) / Var(target)`` (a 0-d tensor): 1 when the critic is exact, 0 when it tells
+    nothing, negative when it misleads; nan for a constant target."""
+    return 1.0 - (target - predicted).var() / target.var()
+
+
 def ppo_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PPOSettings
              ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The clipped surrogate + (clipped) value loss − entropy bonus for one minibatch ``(n,)``."""
@@ -152,6 +158,7 @@ class PPO:
             advantages, targets = vtrace_advantages(
                 cat("rewards"), torch.cat([values, bootstrap]), cat("dones"), cat("truncated").float(), cat("final_values"), ratios,
                 self.settings.discount, self.settings.gae, self.settings.rho)
+            explained = explained_variance(values, targets)
         if model.settings.normalize_value:
             model.value_normalizer.update(targets.reshape(-1))
             targets = (targets - model.value_normalizer.mean) / torch.sqrt(model.value_normalizer.var + 1e-8)
@@ -161,7 +168,8 @@ class PPO:
         staleness = torch.tensor([version - s["version"] for s in segments], dtype=torch.float32, device=device)
         return {"observations": flat, "actions": actions.reshape(steps * lanes, *actions.shape[2:]),
                 "log_probs": behaviour.reshape(-1), "advantages": advantages.reshape(-1),
-                "targets": targets.reshape(-1), "old_values": old_values.reshape(-1), "staleness": staleness}
+                "targets": targets.reshape(-1), "old_values": old_values.reshape(-1), "staleness": staleness,
+                "explained_variance": explained}
 
     def update(self, segments: list[Mapping[str, Any]], version: int, cost: int) -> dict[str, float]:
         """One PPO update over the segments; ``cost`` (env steps so far) drives the linear lr schedule."""
@@ -170,9 +178,10 @@ class PPO:
             self._set_lr(settings.lr * max(0.0, 1.0 - cost / settings.lr_horizon))
         batch = self.prepare(segments, version)
         staleness = batch.pop("staleness")
+        explained = batch.pop("explained_variance")
+        totals: dict[str, torch.Tensor] = {}
         count = batch["advantages"].shape[0]
         size = max(1, count // settings.minibatches)
-        totals: dict[str, torch.Tensor] = {}
         updates = 0
         for _ in range(settings.epochs):
             order = torch.randperm(count, generator=self.generator).to(batch["advantages"].device)
@@ -188,6 +197,7 @@ class PPO:
                     totals[key] = totals.get(key, 0.0) + value.detach()
                 updates += 1
         result = {key: float(value) / max(1, updates) for key, value in totals.items()}
+        result["explained_variance"] = float(explained)
         if settings.lr_schedule == "adaptive":
             kl = result.get("kl", 0.0)
             if kl > 2.0 * settings.kl_target:
@@ -195,6 +205,8 @@ class PPO:
             elif kl < 0.5 * settings.kl_target:
                 self._set_lr(min(1e-2, self.lr * 1.5))
         result["lr"] = self.lr
+        if not self.model.discrete:
+            result["policy/std"] = float(self.model.log_std.detach().exp().mean())
         result["staleness"] = float(staleness.mean())
         result["samples"] = float(count)
         return result

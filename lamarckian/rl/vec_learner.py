@@ -6,12 +6,18 @@ environment at each episode start by the pool's chooser, PFSP by default). Rollo
 Everything stays on the task's device (``mdp.vec.device``): observations, actions, rewards, the rollout buffers,
 the opponent assignment and the game outcomes. The host reads statistics once per iteration (after the update).
 A share of the environments (``mdp.vec.initial_share``) always plays the initial policy: its games, which are
-training data like any other, measure the win rate against the initial policy throughout the run.
+training data like any other, give a running (stochastic) score against it. What the run reports as its result is
+the periodic deterministic evaluation (:mod:`.vec_evaluation`): ``evaluator.episodes`` games with mean actions
+against the initial policy and against the newest pool snapshot, both seats, on spawns that every evaluation
+replays. ``self.win`` in ``evaluator.terminate`` is the score of those games against the initial policy.
+
+A run directory holds ``checkpoints/`` (the newest few, everything to resume), ``snapshots/`` (the weights every
+``evaluator.checkpoint.interval``, all kept, for ``evaluate.py`` to rate a whole run), ``evaluations.csv`` and
+``tensorboard/``.
 """
 
 from __future__ import annotations
 
-import collections
 import math
 import time
 from pathlib import Path
@@ -24,13 +30,16 @@ import torch
 from ..mdp.vec import VecTask, create_vec_task
 from ..model import ActorCritic, ModelSettings, to_blob
 from ..model.stacked import StackedPolicies
-from ..record import Checkpoints, Progress, Scalars, format_number
+from ..record import Checkpoints, CsvLog, Progress, Scalars, format_number, plain
 from .evaluator import Evaluator
 from .pool import OpponentPool, PoolSettings
 from .ppo import PPO, PPOSettings
+from .vec_evaluation import VecEvaluation, evaluation_line
+from .window import ScoreWindow
 
-SCORES = (1.0, 0.5, 0.0)  # win, draw, loss (the columns of the outcome counts)
-WINDOW = 500              # games the running win rates are taken over
+WINDOW = 500                          # games the running (training) scores are taken over
+OPPONENTS = ("initial", "newest")     # the deterministic evaluation's opponents: initial policy, newest snapshot
+SNAPSHOTS_KEPT = 10**6                # snapshots/ keeps every file
 
 
 def vec_model(task: VecTask, settings: Mapping[str, Any]) -> ActorCritic:
@@ -65,16 +74,28 @@ class VecLearner:
         self.pool.add(self.initial_blob, iteration=0)
         self.generator = torch.Generator(device=self.device).manual_seed(int(config["seed"]))
         self.evaluator = Evaluator(config["evaluator"])
+        self.evaluation = self._evaluation(vec, config)
+        self.anneal = vec["reward"]["anneal"]
         self.iteration = self.cost = self.version = 0
         self.elapsed = 0.0
         self.training: dict[str, float] = {}
-        self.recent_scores: collections.deque[float] = collections.deque(maxlen=WINDOW)       # all games
-        self.initial_scores: collections.deque[float] = collections.deque(maxlen=WINDOW)      # initial lanes
+        self.recent_scores = ScoreWindow(WINDOW)      # all training games (stochastic actions)
+        self.initial_scores = ScoreWindow(WINDOW)     # training games of the initial lanes
         self.run = run
         keep = config["evaluator"]["checkpoint"]["keep"]
         self.checkpoints = Checkpoints(run / "checkpoints", keep) if run is not None else None
+        self.snapshots = Checkpoints(run / "snapshots", SNAPSHOTS_KEPT) if run is not None else None
+        self.evaluations = CsvLog(run / "evaluations.csv") if run is not None else None
         self.observations: torch.Tensor | None = None
         self._stack_pool()
+
+    def _evaluation(self, vec: Mapping[str, Any], config: Mapping[str, Any]) -> VecEvaluation | None:
+        """The deterministic evaluation (None: ``evaluator.episodes`` is 0, or the task lives in an Isaac Gym
+        server, which holds one task only)."""
+        games = int(config["evaluator"]["episodes"])
+        if games <= 0 or vec["backend"] == "isaacgym":
+            return None
+        return VecEvaluation(vec, games, OPPONENTS, seed=int(config["seed"]) + 1)
 
     # ---- opponents ------------------------------------------------------------------------------------------
     def _stack_pool(self) -> None:
@@ -109,18 +130,19 @@ class VecLearner:
 
         Returns a PPO segment (tensors ``[T, E, ...]``; ``values`` ``[T + 1, E]``), the game outcomes per stacked
         opponent ``(P + 1, 3)`` (wins, draws, losses of the learner; the last row: the initial policy) and
-        ``(sum, count)`` of the finished episodes' returns."""
+        ``(sum of returns, count, sum of lengths)`` of the episodes that finished."""
         task, model, envs, steps = self.task, self.model, self.task.num_envs, self.horizon
         if self.observations is None:
             self.observations = task.reset().to(self.device)
             self.episode_return = torch.zeros(envs, device=self.device)
+            self.episode_length = torch.zeros(envs, device=self.device)
         zeros = lambda *shape: torch.zeros(*shape, device=self.device)  # noqa: E731
         segment: dict[str, Any] = {"observations": zeros(steps, envs, task.num_obs),
                                    "actions": zeros(steps, envs, task.num_actions), "log_probs": zeros(steps, envs),
                                    "values": zeros(steps + 1, envs), "rewards": zeros(steps, envs),
                                    "dones": zeros(steps, envs)}
         outcomes = zeros(self.stacked.count, 3)
-        returns = zeros(2)
+        returns = zeros(3)
         others = envs * (task.num_agents - 1)
         for t in range(steps):
             own = self.observations[:envs]
@@ -136,8 +158,11 @@ class VecLearner:
             result = torch.stack([extras["win"], extras["draw"], extras["lose"]], dim=1).to(self.device).float()
             outcomes.index_add_(0, self.opponent, result * finished[:, None])
             self.episode_return += reward
-            returns += torch.stack([(self.episode_return * finished).sum(), finished.sum()])
+            self.episode_length += 1.0
+            returns += torch.stack([(self.episode_return * finished).sum(), finished.sum(),
+                                    (self.episode_length * finished).sum()])
             self.episode_return *= 1.0 - finished
+            self.episode_length *= 1.0 - finished
             self.opponent = torch.where(done, self._draw(), self.opponent)
         segment["values"][steps] = model.value(self.observations[:envs])
         segment["truncated"] = zeros(steps, envs)
@@ -146,23 +171,24 @@ class VecLearner:
         return segment, outcomes, returns
 
     def _record(self, outcomes: np.ndarray, returns: np.ndarray) -> None:
-        """Fold one rollout's game counts (host copies) into the pool, the running scores and the training summary."""
-        for row, snapshot_id in enumerate(self.pool_ids):
-            for score, count in zip(SCORES, outcomes[row]):
-                for _ in range(int(count)):
-                    self.pool.record(snapshot_id, score)
-        for row, scores in ((slice(None), self.recent_scores), (slice(-1, None), self.initial_scores)):
-            for score, count in zip(SCORES, outcomes[row].sum(0)):
-                scores.extend([score] * int(count))
-        if self.recent_scores:
-            score = float(np.mean(self.recent_scores))
+        """Fold one rollout's game counts (host copies) into the pool, the running scores and the training summary.
+        The games of a rollout have no order among them: each statistic takes them as one batch of counts."""
+        self.pool.record_counts({snapshot_id: outcomes[row] for row, snapshot_id in enumerate(self.pool_ids)})
+        self.recent_scores.add_outcomes(*outcomes.sum(0))
+        self.initial_scores.add_outcomes(*outcomes[-1])
+        if self.recent_scores.games:
+            score = self.recent_scores.mean()
             self.training = {"episodes": float(len(self.recent_scores)), "win": score, "fitness": 2.0 * score - 1.0}
         if returns[1]:
             self.training["return"] = float(returns[0] / returns[1])
+            if len(returns) > 2:
+                self.training["length"] = float(returns[2] / returns[1])
 
     def step(self) -> dict[str, float]:
         """One rollout and one PPO update; pool bookkeeping (record games, maybe freeze a snapshot)."""
         started = time.monotonic()
+        if self.anneal:
+            self.task.dense_scale = max(0.0, 1.0 - self.cost / float(self.anneal))
         segment, outcomes, returns = self.rollout()
         stats = self.ppo.update([segment], self.version, self.cost)   # reads its statistics: the one host sync
         self._record(outcomes.cpu().numpy(), returns.cpu().numpy())
@@ -171,20 +197,34 @@ class VecLearner:
         steps = self.horizon * self.task.num_envs
         self.cost += steps
         if self.pool.should_add(self.iteration):
-            self.pool.add(to_blob(self.model), self.iteration)
+            self.pool.add(to_blob(self.model), self.iteration, cost=self.cost, elapsed=self.elapsed)
             self._stack_pool()
         stats["fps/overall"] = steps * self.task.num_agents / max(1e-9, time.monotonic() - started)
         return stats
 
     def win_rate_against_initial(self) -> float:
-        """The learner's score against the initial policy over the last ``WINDOW`` games of the ``initial_share``
-        environments (win 1, draw 0.5; nan: no game finished there yet)."""
-        return float(np.mean(self.initial_scores)) if self.initial_scores else math.nan
+        """The learner's training score (stochastic actions) against the initial policy over the last ``WINDOW``
+        games of the ``initial_share`` environments (win 1, draw 0.5; nan: no game finished there yet)."""
+        return self.initial_scores.mean()
+
+    def evaluate(self) -> dict[str, float]:
+        """The deterministic evaluation now (see the module docstring): recorded, printed, kept as ``self.win``
+        etc. for ``evaluator.terminate``; ``{}`` when the run has none."""
+        if self.evaluation is None:
+            return {}
+        self.evaluator.last = time.monotonic()
+        newest = self.pool.snapshots[next(reversed(self.pool.snapshots))].blob
+        summary = self.evaluation.evaluate(self.model, [self.initial_blob, newest])
+        score = summary["initial/score"]
+        self.evaluator.latest = {**summary, "win": score, "fitness": 2.0 * score - 1.0,
+                                 "win_newest": summary["newest/score"]}
+        return summary
 
     def train(self, stop: Callable[["VecLearner"], bool] | None = None) -> dict[str, float]:
-        """Run until ``stop(self)`` (default: ``evaluator.terminate``; there ``self.win``/``self.fitness`` are the
-        score against the initial policy). A status line every ``evaluator.interval`` seconds, a checkpoint every
-        ``evaluator.checkpoint.interval`` seconds and at the end."""
+        """Run until ``stop(self)`` (default: ``evaluator.terminate``, where ``self.win``/``self.fitness`` are the
+        deterministic score against the initial policy). A status line every ``evaluator.interval`` seconds with an
+        evaluation, a checkpoint and a snapshot every ``evaluator.checkpoint.interval`` seconds; all three at the
+        end. The latest evaluation's summary."""
         settings = self.config["evaluator"]
         scalars = Scalars(self.run / "tensorboard" if self.run is not None and settings["tensorboard"] else None)
         progress = Progress(settings["progress"])
@@ -192,51 +232,79 @@ class VecLearner:
         task = self.task
         progress.print(f"training: {task.num_envs} × {type(task).__name__} ({task.num_agents} agents) on "
                        f"{self.device}, horizon {self.horizon}, run directory {self.run}")
-        report_interval, checkpoint_interval = float(settings["interval"]), float(settings["checkpoint"]["interval"])
-        last_report = last_checkpoint = time.monotonic()
+        checkpoint_interval = float(settings["checkpoint"]["interval"])
+        last_checkpoint = time.monotonic()
+        if self.snapshots is not None and not self.snapshots.paths():
+            self._snapshot()                              # the initial policy opens the run's rating curve
         try:
             while True:
                 stats = self.step()
                 self.elapsed = time.monotonic() - clock
                 against = self.win_rate_against_initial()
-                self.evaluator.latest = {"episodes": float(len(self.initial_scores)),
-                                         "win": against, "fitness": 2.0 * against - 1.0}
                 scalars.write(self.cost, {**{f"train/{k}": v for k, v in self.training.items()}, **stats,
-                                          **self.pool.statistics(), "pool/win_rate_initial": against})
+                                          **self.pool.statistics(), "train/win_initial": against,
+                                          "reward/dense_scale": task.dense_scale})
                 fields = {"iter": str(self.iteration), "steps": format_number(self.cost),
                           "agent-steps/s": format_number(stats["fps/overall"]),
-                          "win": f"{self.training.get('win', math.nan):.2f}", "vs initial": f"{against:.2f}",
-                          "pool": str(len(self.pool)), "time": f"{self.elapsed:.0f}s"}
+                          "train win": f"{self.training.get('win', math.nan):.2f}",
+                          "train vs initial": f"{against:.2f}", "pool": str(len(self.pool)),
+                          "time": f"{self.elapsed:.0f}s"}
+                if "initial/score" in self.evaluator.latest:
+                    fields["eval vs initial"] = f"{self.evaluator.latest['initial/score']:.2f}"
                 progress.update(fields)
-                now = time.monotonic()
-                if now - last_report >= report_interval:
-                    progress.print(" | ".join(f"{k} {v}" for k, v in fields.items()))
-                    last_report = now
-                if now - last_checkpoint >= checkpoint_interval:
-                    self.save()
-                    last_checkpoint = now
                 done = stop(self) if stop is not None else self.evaluator.should_stop(
                     self.cost, self.iteration, self.elapsed, self.training)
+                if done or self.evaluator.due():
+                    self._evaluate_and_record(scalars, progress, fields)
+                    done = done or (stop is None and self.evaluator.should_stop(
+                        self.cost, self.iteration, self.elapsed, self.training))
+                if time.monotonic() - last_checkpoint >= checkpoint_interval:
+                    self.save()
+                    last_checkpoint = time.monotonic()
                 if done:
                     break
         finally:
             scalars.close()
             progress.close()
         self.save()
+        latest = self.evaluator.latest
+        result = f"; {evaluation_line(latest, OPPONENTS)} (deterministic)" if "initial/score" in latest else ""
         progress.print(f"done after {self.iteration} iterations, {format_number(self.cost)} env steps, "
-                       f"{self.elapsed:.0f}s; games won {self.training.get('win', math.nan):.0%} (draws half), "
-                       f"against the initial policy {self.win_rate_against_initial():.0%}")
-        return self.training
+                       f"{self.elapsed:.0f}s{result}")
+        return latest
+
+    def _evaluate_and_record(self, scalars: Scalars, progress: Progress, fields: Mapping[str, str]) -> None:
+        """Evaluate; TensorBoard ``eval/*``, a row of ``evaluations.csv``, the status line printed with it."""
+        summary = self.evaluate()
+        line = " | ".join(f"{k} {v}" for k, v in fields.items() if k != "eval vs initial")
+        if not summary:
+            progress.print(line)
+            return
+        scalars.write(self.cost, {f"eval/{k}": v for k, v in summary.items()})
+        if self.evaluations is not None:
+            self.evaluations.write({"time": round(self.elapsed, 3), "cost": self.cost, "iteration": self.iteration,
+                                    **summary})
+        progress.print(f"{line} | eval {evaluation_line(summary, OPPONENTS)}")
 
     # ---- checkpoints ------------------------------------------------------------------------------------------
     def save(self) -> Path | None:
-        """A checkpoint train.py's other tools read (``model``, counters) plus optimizer, pool and initial policy."""
+        """A checkpoint (everything to resume: weights, optimizer, counters, pool, initial policy, running scores,
+        latest evaluation, config) and a snapshot of the weights (``snapshots/``, kept for rating)."""
         if self.checkpoints is None:
             return None
+        self._snapshot()
         return self.checkpoints.save(self.iteration, {
             "model": self.model.state_dict(), "optimizer": self.ppo.optimizer.state_dict(), "lr": self.ppo.lr,
-            "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed, "pool": self.pool.state_dict(),
-            "initial": torch.from_numpy(self.initial_blob.copy())})
+            **self._counters(), "pool": self.pool.state_dict(), "initial": torch.from_numpy(self.initial_blob.copy()),
+            "scores": {"recent": self.recent_scores.state(), "initial": self.initial_scores.state()},
+            "evaluation": dict(self.evaluator.latest), "config": plain(self.config)})
+
+    def _counters(self) -> dict[str, float]:
+        return {"iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed}
+
+    def _snapshot(self) -> None:
+        """The weights and counters into ``snapshots/`` (a file ``evaluate.py --checkpoints`` reads)."""
+        self.snapshots.save(self.iteration, {"model": self.model.state_dict(), **self._counters()})
 
     def resume(self) -> Path | None:
         """Load the newest good checkpoint of the run directory, if any."""
@@ -251,8 +319,15 @@ class VecLearner:
         self.version = self.iteration
         self.pool.load_state_dict(state["pool"])
         self.initial_blob = state["initial"].numpy().copy()
+        scores = state.get("scores") or {}
+        self.recent_scores.load(scores.get("recent", []))
+        self.initial_scores.load(scores.get("initial", []))
+        self.evaluator.latest = {k: float(v) for k, v in (state.get("evaluation") or self.evaluator.latest).items()}
         self._stack_pool()
         return path
 
     def close(self) -> None:
         self.task.close()
+        if self.evaluation is not None:
+            self.evaluation.close()
+

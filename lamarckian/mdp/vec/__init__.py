@@ -37,9 +37,25 @@ def placement(settings: Mapping[str, Any]) -> tuple[str, str, int]:
     return backend, device, num_envs
 
 
+def task_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The :class:`RingSettings` fields set by the ``mdp.vec`` section: ``observe_time``, ``spawn_yaw``, the
+    ``physics`` joints and the ``reward`` weights (``reward.anneal`` belongs to the learner)."""
+    physics, reward = settings.get("physics") or {}, settings.get("reward") or {}
+    names = {"win": "win_reward", "lose": "lose_reward", "draw": "draw_reward", "move": "move_weight",
+             "push": "push_weight", "action_cost": "action_cost", "limit_cost": "limit_cost"}
+    fields = {**{key: float(physics[key]) for key in ("kp", "kd", "armature", "damping") if key in physics},
+              **{names[key]: float(value) for key, value in reward.items() if key in names}}
+    if "observe_time" in settings:
+        fields["observe_time"] = bool(settings["observe_time"])
+    if "spawn_yaw" in settings:
+        fields["spawn_yaw"] = float(settings["spawn_yaw"])
+    return fields
+
+
 def create_vec_task(settings: Mapping[str, Any], seed: int = 0) -> VecTask:
     """The task of the ``mdp.vec`` section: ``task``, ``num_envs``, ``backend``, ``device``, ``threads``, ``ants``
-    (Ant Battle), ``play_to_end`` (Ant Battle), ``isaacgym`` (the server's address, key and timeout)."""
+    (Ant Battle), ``play_to_end`` (Ant Battle), the rules of :func:`task_settings`, ``isaacgym`` (the server's
+    address, key and timeout)."""
     backend, device, num_envs = placement(settings)
     if backend == "isaacgym":
         from .remote import RemoteVecTask
@@ -47,7 +63,7 @@ def create_vec_task(settings: Mapping[str, Any], seed: int = 0) -> VecTask:
         return RemoteVecTask.connect(settings["isaacgym"], num_envs=num_envs, seed=seed)
     if backend not in BACKENDS:
         raise ValueError(f"mdp.vec.backend={backend!r}: expected auto or one of {BACKENDS + ('isaacgym',)}")
-    common = {"backend": backend, "device": device, "threads": int(settings["threads"])}
+    common = {"backend": backend, "device": device, "threads": int(settings["threads"]), **task_settings(settings)}
     task = settings["task"]
     if task == "ant_sumo":
         return AntSumo(num_envs, SumoSettings(**common), seed=seed)

@@ -45,5 +45,10 @@ class VecTask(abc.ABC):
     def reset_idx(self, env_ids: torch.Tensor) -> None:
         """Start new episodes in the environments ``env_ids`` (int64 indices)."""
 
+    def seed(self, seed: int) -> None:
+        """Restart the task's own random stream (spawn positions) at ``seed``: an evaluation that reseeds before
+        its games replays the same spawns every time. Tasks without a stream of their own raise."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be reseeded")
+
     def close(self) -> None:
         """Release the physics (threads, compiled steps, a server connection)."""

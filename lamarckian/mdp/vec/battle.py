@@ -4,7 +4,8 @@ share a rank), rewards follow the ranks.
 
 Observation per agent (``32 + 10 (N - 1)``): own state (29: see :meth:`AntRing.own_state`), own fallen flag, the
 ring's radius and own distance to its edge (m); then for each other ant, in seat order starting after one's own:
-its position (3), quaternion (4), xy relative to own (2) and an alive flag (1).
+its position (3), quaternion (4), xy relative to own (2) and an alive flag (1); with ``observe_time`` the share of
+the episode left (1).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class AntBattle(AntRing):
             raise ValueError(f"mdp.vec.ants={settings.ants}: Ant Battle needs at least 2 ants")
         super().__init__(num_envs, settings.ants, settings, seed)
         agents = self.num_agents
-        self.num_obs = OWN_STATE + 3 + 10 * (agents - 1)
+        self.num_obs = OWN_STATE + 3 + 10 * (agents - 1) + int(settings.observe_time)
         seats = torch.arange(agents, device=self.device)
         self.others = (seats[:, None] + torch.arange(1, agents, device=self.device)) % agents     # (A, A - 1)
         self.alive = torch.ones(num_envs, agents, dtype=torch.bool, device=self.device)
@@ -71,7 +72,8 @@ class AntBattle(AntRing):
         alive = self.alive[:, self.others].float()
         other_rows = torch.cat([others[..., :ROOT_Q], others[..., :2] - qpos[:, :, None, :2], alive[..., None]], -1)
         rows = torch.cat([self.own_state(qpos, qvel), fallen[..., None], ring[..., None],
-                          (ring - qpos[..., :2].norm(dim=-1))[..., None], other_rows.flatten(2)], dim=-1)
+                          (ring - qpos[..., :2].norm(dim=-1))[..., None], other_rows.flatten(2), self.time_left()],
+                         dim=-1)
         return rows.transpose(0, 1).reshape(self.num_agents * self.num_envs, self.num_obs)
 
     def _judge(self, qpos: torch.Tensor, qvel: torch.Tensor, actions: torch.Tensor
@@ -112,5 +114,5 @@ class AntBattle(AntRing):
         target = torch.gather(xy, 1, nearest[..., None].expand(-1, -1, 2))
         moved = (radius - self.previous_radius) * alive.float()                              # (E, A)
         pushed = moved.sum(1, keepdim=True) - moved
-        return (s.move_weight * self.speed_toward(qpos, qvel, target) + s.push_weight * pushed
-                - self.costs(actions, qpos))
+        return self.dense_scale * (s.move_weight * self.speed_toward(qpos, qvel, target) + s.push_weight * pushed
+                                   - self.costs(actions, qpos))

@@ -25,14 +25,18 @@ class RingSettings:
     """Constants shared by the ring tasks (distances in m, rewards per control step unless terminal)."""
 
     ring: float = 3.0
-    kp: float = 85.0
-    kd: float = 2.0
+    kp: float = 85.0                 # position servo stiffness (N m/rad)
+    kd: float = 2.0                  # position servo damping (N m s/rad)
+    armature: float = 1.0            # rotor inertia added to every hinge (kg m²)
+    damping: float = 1.0             # passive hinge damping (N m s/rad)
     timestep: float = 1 / 120
     substeps: int = 2                # physics steps per control step: 60 Hz control
     max_episode_length: int = 1000
     hp: float = 100.0
     fallen_height: float = 0.31      # torso below this: fallen, -1 HP per step
     spawn_radius: tuple[float, float] = (1.0, 1.5)
+    spawn_yaw: float = 0.0           # each ant's heading deviates from facing the centre by up to this (radians)
+    observe_time: bool = False       # append the share of the episode left (1 → 0) to every observation
     win_reward: float = 2000.0
     lose_reward: float = -2000.0
     draw_reward: float = -1000.0
@@ -52,7 +56,7 @@ class AntRing(VecTask):
         self.settings = s = settings
         self.num_envs, self.num_agents = num_envs, num_agents
         self.num_actions, self.max_episode_length = JOINTS, s.max_episode_length
-        xml = scene_xml(num_agents, s.ring, s.kp, s.kd, s.timestep)  # the ring drawn; the rules decide who is out
+        xml = scene_xml(num_agents, s.ring, s.kp, s.kd, s.timestep, armature=s.armature, damping=s.damping)
         self.physics = create_physics(s.backend, xml, num_envs, s.device, s.threads)
         self.device = device = self.physics.device
         model = self.physics.model
@@ -64,6 +68,7 @@ class AntRing(VecTask):
         self.hp = torch.full((num_envs, num_agents), s.hp, device=device)
         self.progress = torch.zeros(num_envs, dtype=torch.int64, device=device)
         self.previous_radius = torch.zeros(num_envs, num_agents, device=device)
+        self.dense_scale = 1.0           # multiplies the dense (shaping) rewards; a learner may anneal it to 0
 
     # ---- helpers --------------------------------------------------------------------------------------------
     def split(self, qpos: torch.Tensor, qvel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -100,7 +105,7 @@ class AntRing(VecTask):
         theta = uniform(count, 1) * 2 * math.pi + torch.arange(agents, device=self.device) * (2 * math.pi / agents)
         lo, hi = s.spawn_radius
         radius = lo + (hi - lo) * uniform(count, agents)
-        half_yaw = (theta + math.pi) / 2
+        half_yaw = (theta + math.pi + s.spawn_yaw * (2 * uniform(count, agents) - 1)) / 2
         qpos = self.init_qpos.expand(count, -1).reshape(count, agents, ROOT_Q + JOINTS).clone()
         qpos[..., 0], qpos[..., 1], qpos[..., 2] = radius * torch.cos(theta), radius * torch.sin(theta), 0.75
         qpos[..., 3], qpos[..., 4], qpos[..., 5], qpos[..., 6] = torch.cos(half_yaw), 0.0, 0.0, torch.sin(half_yaw)
@@ -123,6 +128,13 @@ class AntRing(VecTask):
 
     def _restart_rules(self, mask: torch.Tensor) -> None:
         """Subclass hook: reset rule state (alive flags, ranks) where ``mask``."""
+
+    def time_left(self) -> torch.Tensor:
+        """``(E, A, 1)``: the share of the episode left (1 at the start, 0 at the time limit), one column per ant
+        when ``observe_time`` is set, else ``(E, A, 0)``."""
+        columns = 1 if self.settings.observe_time else 0
+        left = 1.0 - self.progress.float() / self.max_episode_length
+        return left[:, None, None].expand(self.num_envs, self.num_agents, columns)
 
     # ---- the VecTask interface --------------------------------------------------------------------------------
     def reset(self) -> torch.Tensor:
@@ -158,6 +170,9 @@ class AntRing(VecTask):
     def _observe(self, qpos: torch.Tensor, qvel: torch.Tensor) -> torch.Tensor:
         """Observations ``(A * E, num_obs)``, agent-major."""
         raise NotImplementedError
+
+    def seed(self, seed: int) -> None:
+        self.generator.manual_seed(seed)
 
     def close(self) -> None:
         self.physics.close()

@@ -48,9 +48,11 @@ def ant_geoms(index: int, thighs: bool) -> list[str]:
 
 
 def scene_xml(ants: int = 2, ring: float = 3.0, kp: float = 85.0, kd: float = 2.0, timestep: float = 1 / 120,
-              iterations: int = 4, ls_iterations: int = 8, explicit_pairs: bool = True) -> str:
+              iterations: int = 4, ls_iterations: int = 8, explicit_pairs: bool = True, armature: float = 1.0,
+              damping: float = 1.0) -> str:
     """The MJCF of ``ants`` ants spaced on a circle inside the ring (positions are re-drawn at reset);
-    ``timestep`` in seconds, solver ``iterations`` / ``ls_iterations`` (MJX diverged at 1 iteration)."""
+    ``timestep`` in seconds, solver ``iterations`` / ``ls_iterations`` (MJX diverged at 1 iteration); every hinge
+    gets ``armature`` (kg m², added rotor inertia) and ``damping`` (N m s/rad)."""
     colours = ("0.8 0.3 0.3 1", "0.3 0.4 0.8 1", "0.3 0.7 0.3 1", "0.8 0.7 0.2 1")
     bodies = "".join(_ant(i, 1.5 * math.cos(2 * math.pi * i / ants), 1.5 * math.sin(2 * math.pi * i / ants),
                           2 * math.pi * i / ants + math.pi, colours[i % len(colours)]) for i in range(ants))
@@ -68,7 +70,7 @@ def scene_xml(ants: int = 2, ring: float = 3.0, kp: float = 85.0, kd: float = 2.
   <default>
     <geom contype="{0 if explicit_pairs else 1}" conaffinity="{0 if explicit_pairs else 1}" friction="1 0.5 0.5"
           density="5.0" condim="3"/>
-    <joint damping="1" armature="1" limited="true"/>
+    <joint damping="{damping}" armature="{armature}" limited="true"/>
   </default>
   <worldbody>
     <geom name="floor" type="plane" size="{ring + 2} {ring + 2} 0.1" rgba="0.9 0.9 0.9 1"/>
