@@ -89,8 +89,12 @@ def rate_snapshots(files: list[str], changes: list[str], root: Path, count: int,
     rows = list(csv.DictReader(open(out / "ratings.csv")))
     seconds, elo = [float(r["seconds"]) for r in rows], [float(r["elo"]) for r in rows]
     newest = max(range(len(rows)), key=lambda i: seconds[i])
+    table = list(csv.reader(open(out / "winrate.csv")))
+    final_row = next(row for row in table[1:] if row[0] == rows[newest]["name"])
+    against = [float(value) for value in final_row[1:] if value]
     return {"snapshots": len(rows), "spearman": float(spearmanr(seconds, elo).statistic),
-            "final_elo_above_initial": elo[newest] - elo[min(range(len(rows)), key=lambda i: seconds[i])]}
+            "final_elo_above_initial": elo[newest] - elo[min(range(len(rows)), key=lambda i: seconds[i])],
+            "final_worst_score_against_a_snapshot": min(against)}
 
 
 def main() -> None:
@@ -124,7 +128,8 @@ def main() -> None:
         rating = rate_snapshots(files, args.modify, args.root, snapshots, args.pair_games)
         summary["rating"] = rating
         print(f"Elo over {rating['snapshots']} snapshots: Spearman with training time {rating['spearman']:.3f}, final "
-              f"snapshot {rating['final_elo_above_initial']:+.0f} Elo above the initial policy")
+              f"snapshot {rating['final_elo_above_initial']:+.0f} Elo above the initial policy; its worst score "
+              f"against an earlier snapshot {rating['final_worst_score_against_a_snapshot']:.3f}")
     (args.root / "summary.json").write_text(json.dumps(summary, indent=1))
 
 

@@ -1,10 +1,12 @@
 """Ant Sumo physics alone: env-steps/s of the physics batch (one physics step per env step), the control-step
 rate at the 60 Hz setting (2 physics steps per control step), and the task's step (physics + rules +
-observations) at 60 Hz, for several environment counts. Reference measured in the same run: CPU MuJoCo stepping
-the same MJCF model, 64 environments per core, on one thread or every core, whichever is faster.
+observations) at 60 Hz, for several environment counts. References measured in the same run: CPU MuJoCo stepping
+the same MJCF model, 64 environments per core, on one thread or every core, whichever is faster; and on the mjx
+backend a bare vmapped ``mjx.step`` of the same model (no torch, no hand-over, no resets): the limit our batch
+is held to, and our batch's step without the DLPack hand-over of the controls, to show where the gap goes.
 
     python bench/vec_physics.py                          # where MJX and a GPU are: mjx on cuda; else the CPU
-    python bench/vec_physics.py --backend mjx --device cuda --envs 4096 16384 32768 --json $OUT/physics.json
+    python bench/vec_physics.py --backend mjx --device cuda --envs 16384 --json $OUT/physics.json
 
 Each figure is the median of ``--repeats`` timed blocks of ``--steps`` calls after a warm-up (which compiles).
 """
@@ -51,6 +53,40 @@ def physics_rate(backend: str, device: str, envs: int, substeps: int, steps: int
         physics.close()
 
 
+def bare_mjx_rates(device: str, envs: int, steps: int, repeats: int) -> dict[str, float]:
+    """Env-steps/s (one physics step each) of (a) a bare ``jit(vmap(mjx.step))`` of the scene, state and controls
+    as JAX arrays, and (b) our MJX batch's own jitted step fed a JAX control array (no DLPack hand-over)."""
+    import jax
+    import mujoco
+    from mujoco import mjx
+
+    from lamarckian.mdp.vec.mjx import MJXBatch, jax_device
+
+    model = mujoco.MjModel.from_xml_string(scene_xml())
+    target = jax_device(device)
+    mjx_model = mjx.put_model(model, device=target)
+    host = mujoco.MjData(model)
+    mujoco.mj_forward(model, host)
+    single = mjx.put_data(model, host, device=target)
+    state = [jax.jit(jax.vmap(lambda _: single))(jax.numpy.arange(envs))]
+    ctrl = jax.device_put(jax.random.uniform(jax.random.PRNGKey(0), (envs, model.nu)) - 0.5, target)
+    bare = jax.jit(jax.vmap(lambda data, c: mjx.step(mjx_model, data.replace(ctrl=c))))
+
+    def bare_step() -> None:
+        state[0] = bare(state[0], ctrl)
+
+    rates = {"bare": rate(bare_step, lambda: state[0].qpos.block_until_ready(), envs, steps, repeats)}
+    batch = MJXBatch(scene_xml(), envs, device)
+    advance = batch._advance(1)
+
+    def own_step() -> None:
+        batch.data = advance(batch.data, ctrl)
+
+    rates["own_jax_ctrl"] = rate(own_step, lambda: batch.data.qpos.block_until_ready(), envs, steps, repeats)
+    batch.close()
+    return rates
+
+
 def task_rate(backend: str, device: str, envs: int, steps: int, repeats: int) -> float:
     """Control steps/s (per environment) of the whole Ant Sumo step at 60 Hz, random actions."""
     task = AntSumo(envs, SumoSettings(backend=backend, device=device))
@@ -93,6 +129,13 @@ def main() -> None:
                      "task_steps_per_s": whole, "speedup_vs_cpu_mujoco": single / reference})
         print(f"{envs:>7} {single:>20,.0f} {control:>22,.0f} {whole:>13,.0f} {single / reference:>12.1f}×",
               flush=True)
+        if backend == "mjx":
+            bare = bare_mjx_rates(device, envs, args.steps, args.repeats)
+            rows[-1].update({"bare_mjx_env_steps_per_s": bare["bare"], "own_step_jax_ctrl": bare["own_jax_ctrl"],
+                             "ratio_to_bare_mjx": single / bare["bare"]})
+            print(f"{'':>7} bare vmapped mjx.step {bare['bare']:,.0f} env-steps/s; our jitted step fed JAX controls "
+                  f"{bare['own_jax_ctrl']:,.0f}; ours with the torch hand-over {single:,.0f} = "
+                  f"{single / bare['bare']:.2f} of bare", flush=True)
     if args.json:
         args.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "card": card, "backend": backend,
                                          "device": device, "cpu_mujoco_reference": reference, "rows": rows}, indent=1))

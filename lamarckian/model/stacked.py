@@ -63,7 +63,7 @@ class StackedPolicies:
             raise ValueError(f"expected observations for {self.count} policies, got {observations.shape[0]}")
         if self.template.batcher.image:
             return torch.vmap(self._one)(self.parameters, self.buffers, observations)
-        return self._mlp(observations)
+        return self._mlp(observations, value=True)
 
     def _linear(self, name: str, x: torch.Tensor) -> torch.Tensor:
         weight, bias = self.parameters[f"{name}.weight"], self.parameters[f"{name}.bias"]
@@ -74,7 +74,8 @@ class StackedPolicies:
             x = self._linear(f"model.{name}.{index}", x) if isinstance(layer, nn.Linear) else layer(x)
         return x
 
-    def _mlp(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _mlp(self, observations: torch.Tensor, value: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Policy outputs ``(P, B, A)`` and, if ``value``, values ``(P, B)`` (else None: acting needs no critic)."""
         model, buffers = self.template, self.buffers
         x = observations.float()
         if model.settings.normalize_observation:
@@ -83,14 +84,16 @@ class StackedPolicies:
             var = buffers["model.observation_normalizer.var"].unsqueeze(1)
             x = ((x - mean) / torch.sqrt(var + normalizer.epsilon)).clamp(-normalizer.clip, normalizer.clip)
         features = self._encode("actor_encoder", x)
-        critic = features if model.settings.shared else self._encode("critic_encoder", x)
         out = self._linear("model.policy_head", features)
-        value = self._linear("model.value_head", critic).squeeze(-1)
+        if not value:
+            return out, None
+        critic = features if model.settings.shared else self._encode("critic_encoder", x)
+        values = self._linear("model.value_head", critic).squeeze(-1)
         if model.settings.normalize_value:
             mean = buffers["model.value_normalizer.mean"].unsqueeze(1)
             var = buffers["model.value_normalizer.var"].unsqueeze(1)
-            value = value * torch.sqrt(var + model.value_normalizer.epsilon) + mean
-        return out, value
+            values = values * torch.sqrt(var + model.value_normalizer.epsilon) + mean
+        return out, values
 
     @torch.no_grad()
     def act(self, observations: torch.Tensor, policy: torch.Tensor, deterministic: bool = True,
@@ -111,7 +114,10 @@ class StackedPolicies:
         slot[order] = torch.arange(len(policy), device=policy.device) - starts[policy[order]]
         block = observations.new_zeros((self.count, width, *observations.shape[1:]))
         block[policy, slot] = observations
-        out = self.outputs(block)[0][policy, slot]
+        if self.template.batcher.image:
+            out = self.outputs(block)[0][policy, slot]
+        else:
+            out = self._mlp(block, value=False)[0][policy, slot]
         if self.template.discrete:
             if deterministic:
                 return out.argmax(-1)

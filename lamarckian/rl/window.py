@@ -37,9 +37,10 @@ class ScoreWindow:
 
     def add(self, games: float, score: float) -> None:
         """One batch: ``games`` games with ``score`` summed (a win 1, a draw 0.5)."""
+        games, score = float(games), float(score)          # plain numbers: the window goes into checkpoints
         if games <= 0:
             return
-        self.batches.append((float(games), float(score)))
+        self.batches.append((games, score))
         self.games += games
         self.score += score
         while self.games - self.batches[0][0] >= self.size:      # whole batches that fell out of the window

@@ -37,10 +37,10 @@ def shuffled_reference(games: list[tuple[int, float]], settings, shuffles: int =
     return totals
 
 
-def test_an_iterations_games_count_as_an_unordered_stream():
+def test_an_iterations_games_count_as_an_unordered_stream(tmp_path):
     config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "rl.opponent.pool.decay=0.9", "rl.opponent.pool.games_to_check=50",
-                                             "rl.opponent.pool.add=self.win_rate > 0.52"])
-    learner = VecLearner(config, None)
+                                             "rl.opponent.pool.add=self.win_rate > 0.52", f"root={tmp_path}"])
+    learner = VecLearner(config, tmp_path)
     learner.pool.add(to_blob(learner.model), 1)
     learner._stack_pool()                                     # stack rows: snapshot 0, snapshot 1, the initial lanes
     outcomes = np.array([[30, 0, 30], [20, 10, 10], [300, 0, 300]], np.float32)   # wins, draws, losses per row
@@ -56,7 +56,11 @@ def test_an_iterations_games_count_as_an_unordered_stream():
     # running scores over the last 500 games: 350 wins, 10 draws, 340 losses in one iteration, so any 500 of them
     # score 355/700 on average (sorted, the last 500 were 150 wins, the draws and the losses: 0.31)
     assert learner.training["win"] == pytest.approx(355 / 700) and learner.win_rate_against_initial() == 0.5
+    learner.save()                      # windows cut inside a batch are plain numbers too: weights_only loads them
+    resumed = VecLearner(config, tmp_path)
+    assert resumed.resume() is not None and resumed.recent_scores.mean() == pytest.approx(355 / 700)
     learner.close()
+    resumed.close()
 
 
 def test_a_window_cut_inside_an_iteration_counts_that_iteration_in_proportion(tmp_path):

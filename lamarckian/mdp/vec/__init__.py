@@ -38,17 +38,23 @@ def placement(settings: Mapping[str, Any]) -> tuple[str, str, int]:
 
 
 def task_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The :class:`RingSettings` fields set by the ``mdp.vec`` section: ``observe_time``, ``spawn_yaw``, the
+    """The :class:`RingSettings` fields set by the ``mdp.vec`` section: ``observe_time``, ``egocentric``, the spawn band, ``spawn_yaw``, the
     ``physics`` joints and the ``reward`` weights (``reward.anneal`` belongs to the learner)."""
     physics, reward = settings.get("physics") or {}, settings.get("reward") or {}
     names = {"win": "win_reward", "lose": "lose_reward", "draw": "draw_reward", "move": "move_weight",
              "push": "push_weight", "action_cost": "action_cost", "limit_cost": "limit_cost"}
     fields = {**{key: float(physics[key]) for key in ("kp", "kd", "armature", "damping") if key in physics},
               **{names[key]: float(value) for key, value in reward.items() if key in names}}
-    if "observe_time" in settings:
-        fields["observe_time"] = bool(settings["observe_time"])
+    for flag in ("observe_time", "egocentric"):
+        if flag in settings:
+            fields[flag] = bool(settings[flag])
     if "spawn_yaw" in settings:
         fields["spawn_yaw"] = float(settings["spawn_yaw"])
+    if settings.get("spawn_min") is not None or settings.get("spawn_max") is not None:
+        near, far = settings.get("spawn_min"), settings.get("spawn_max")
+        if near is None or far is None or not 0 <= float(near) <= float(far):
+            raise ValueError(f"mdp.vec.spawn_min={near!r}, spawn_max={far!r}: give both, 0 <= spawn_min <= spawn_max")
+        fields["spawn_radius"] = (float(near), float(far))
     return fields
 
 

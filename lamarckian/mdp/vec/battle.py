@@ -5,7 +5,8 @@ share a rank), rewards follow the ranks.
 Observation per agent (``32 + 10 (N - 1)``): own state (29: see :meth:`AntRing.own_state`), own fallen flag, the
 ring's radius and own distance to its edge (m); then for each other ant, in seat order starting after one's own:
 its position (3), quaternion (4), xy relative to own (2) and an alive flag (1); with ``observe_time`` the share of
-the episode left (1).
+the episode left (1); with ``egocentric`` 5 + 4 (N - 1) more in the ant's own heading frame
+(:meth:`AntRing.egocentric`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class AntBattle(AntRing):
             raise ValueError(f"mdp.vec.ants={settings.ants}: Ant Battle needs at least 2 ants")
         super().__init__(num_envs, settings.ants, settings, seed)
         agents = self.num_agents
-        self.num_obs = OWN_STATE + 3 + 10 * (agents - 1) + int(settings.observe_time)
+        self.num_obs = (OWN_STATE + 3 + 10 * (agents - 1) + int(settings.observe_time)
+                        + (5 + 4 * (agents - 1)) * int(settings.egocentric))
         seats = torch.arange(agents, device=self.device)
         self.others = (seats[:, None] + torch.arange(1, agents, device=self.device)) % agents     # (A, A - 1)
         self.alive = torch.ones(num_envs, agents, dtype=torch.bool, device=self.device)
@@ -72,8 +74,8 @@ class AntBattle(AntRing):
         alive = self.alive[:, self.others].float()
         other_rows = torch.cat([others[..., :ROOT_Q], others[..., :2] - qpos[:, :, None, :2], alive[..., None]], -1)
         rows = torch.cat([self.own_state(qpos, qvel), fallen[..., None], ring[..., None],
-                          (ring - qpos[..., :2].norm(dim=-1))[..., None], other_rows.flatten(2), self.time_left()],
-                         dim=-1)
+                          (ring - qpos[..., :2].norm(dim=-1))[..., None], other_rows.flatten(2), self.time_left(),
+                          self.egocentric(qpos, qvel, self.others.expand(self.num_envs, -1, -1))], dim=-1)
         return rows.transpose(0, 1).reshape(self.num_agents * self.num_envs, self.num_obs)
 
     def _judge(self, qpos: torch.Tensor, qvel: torch.Tensor, actions: torch.Tensor

@@ -37,6 +37,7 @@ class RingSettings:
     spawn_radius: tuple[float, float] = (1.0, 1.5)
     spawn_yaw: float = 0.0           # each ant's heading deviates from facing the centre by up to this (radians)
     observe_time: bool = False       # append the share of the episode left (1 → 0) to every observation
+    egocentric: bool = False         # append positions and velocities in each ant's own heading frame
     win_reward: float = 2000.0
     lose_reward: float = -2000.0
     draw_reward: float = -1000.0
@@ -56,8 +57,8 @@ class AntRing(VecTask):
         self.settings = s = settings
         self.num_envs, self.num_agents = num_envs, num_agents
         self.num_actions, self.max_episode_length = JOINTS, s.max_episode_length
-        xml = scene_xml(num_agents, s.ring, s.kp, s.kd, s.timestep, armature=s.armature, damping=s.damping)
-        self.physics = create_physics(s.backend, xml, num_envs, s.device, s.threads)
+        self.scene = scene_xml(num_agents, s.ring, s.kp, s.kd, s.timestep, armature=s.armature, damping=s.damping)
+        self.physics = create_physics(s.backend, self.scene, num_envs, s.device, s.threads)
         self.device = device = self.physics.device
         model = self.physics.model
         hinges = [j for j in range(model.njnt) if model.jnt_type[j] != 0]
@@ -70,6 +71,10 @@ class AntRing(VecTask):
         self.previous_radius = torch.zeros(num_envs, num_agents, device=device)
         self.dense_scale = 1.0           # multiplies the dense (shaping) rewards; a learner may anneal it to 0
 
+    def ring_radius(self) -> torch.Tensor:
+        """The ring's radius in each environment ``(E,)`` (m); Ant Battle's shrinks."""
+        return torch.full((self.num_envs,), self.settings.ring, device=self.device)
+
     # ---- helpers --------------------------------------------------------------------------------------------
     def split(self, qpos: torch.Tensor, qvel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-ant views: ``(E, nq)``, ``(E, nv)`` → ``(E, A, 15)``, ``(E, A, 14)``."""
@@ -81,6 +86,38 @@ class AntRing(VecTask):
         joint velocities × 0.2."""
         return torch.cat([qpos[..., :ROOT_Q], qvel[..., :ROOT_V], self.scaled_joints(qpos),
                           0.2 * qvel[..., ROOT_V:]], dim=-1)
+
+    def heading(self, qpos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cosine and sine of each ant's yaw (its torso's heading about the vertical) ``(E, A)`` each."""
+        w, x, y, z = qpos[..., 3], qpos[..., 4], qpos[..., 5], qpos[..., 6]
+        yaw = torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        return torch.cos(yaw), torch.sin(yaw)
+
+    @staticmethod
+    def to_heading(vectors: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """Horizontal ``vectors`` ``(E, A, ..., 2)`` in world axes turned into each ant's heading frame (x ahead,
+        y to the left); ``cos``/``sin`` ``(E, A)`` from :meth:`heading`."""
+        while cos.dim() < vectors.dim() - 1:
+            cos, sin = cos[..., None], sin[..., None]
+        x, y = vectors[..., 0], vectors[..., 1]
+        return torch.stack([cos * x + sin * y, -sin * x + cos * y], dim=-1)
+
+    def egocentric(self, qpos: torch.Tensor, qvel: torch.Tensor, others: torch.Tensor) -> torch.Tensor:
+        """``(E, A, 5 + 4 K)`` (``(E, A, 0)`` unless ``egocentric``): in each ant's heading frame its velocity (2)
+        and the way to the ring's centre (2), its distance to the edge (1); per other ant (``others`` ``(E, A, K)``
+        seat indices) the offset to it (2), its distance (1) and its distance to the edge (1) — all in m or m/s."""
+        if not self.settings.egocentric:
+            return qpos.new_zeros(*qpos.shape[:2], 0)
+        cos, sin = self.heading(qpos)
+        xy, ring = qpos[..., :2], self.ring_radius()[:, None]
+        environments = torch.arange(self.num_envs, device=self.device)[:, None, None]
+        other_xy = xy[environments, others]                                                  # (E, A, K, 2)
+        offset = other_xy - xy[:, :, None]
+        columns = [self.to_heading(qvel[..., :2], cos, sin), self.to_heading(-xy, cos, sin),
+                   (ring - xy.norm(dim=-1))[..., None]]
+        per_other = torch.cat([self.to_heading(offset, cos, sin), offset.norm(dim=-1, keepdim=True),
+                               ring[..., None, None] - other_xy.norm(dim=-1, keepdim=True)], dim=-1)
+        return torch.cat(columns + [per_other.flatten(2)], dim=-1)
 
     def scaled_joints(self, qpos: torch.Tensor) -> torch.Tensor:
         return 2 * (qpos[..., ROOT_Q:] - self.joint_lo) / (self.joint_hi - self.joint_lo) - 1

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import math
 
+#: each seat's colour (name, RGB in [0, 1]): seat 0 red, 1 blue, 2 green, 3 yellow, then again
+ANT_COLOURS = (("red", (0.8, 0.3, 0.3)), ("blue", (0.3, 0.4, 0.8)), ("green", (0.3, 0.7, 0.3)),
+               ("yellow", (0.8, 0.7, 0.2)))
 #: (hip angle in degrees, direction of the leg in the xy plane) per leg: front-left, front-right, back-left, back-right
 LEGS = (("fl", 1, 1), ("fr", -1, 1), ("bl", -1, -1), ("br", 1, -1))
 HIP_RANGE = (-30.0, 30.0)        # degrees
@@ -53,7 +56,7 @@ def scene_xml(ants: int = 2, ring: float = 3.0, kp: float = 85.0, kd: float = 2.
     """The MJCF of ``ants`` ants spaced on a circle inside the ring (positions are re-drawn at reset);
     ``timestep`` in seconds, solver ``iterations`` / ``ls_iterations`` (MJX diverged at 1 iteration); every hinge
     gets ``armature`` (kg m², added rotor inertia) and ``damping`` (N m s/rad)."""
-    colours = ("0.8 0.3 0.3 1", "0.3 0.4 0.8 1", "0.3 0.7 0.3 1", "0.8 0.7 0.2 1")
+    colours = [" ".join(f"{c:g}" for c in rgb) + " 1" for _, rgb in ANT_COLOURS]
     bodies = "".join(_ant(i, 1.5 * math.cos(2 * math.pi * i / ants), 1.5 * math.sin(2 * math.pi * i / ants),
                           2 * math.pi * i / ants + math.pi, colours[i % len(colours)]) for i in range(ants))
     actuators = "".join(f'\n    <position joint="a{i}_{leg}_{part}" kp="{kp}" kv="{kd}" ctrllimited="false"/>'
@@ -67,13 +70,21 @@ def scene_xml(ants: int = 2, ring: float = 3.0, kp: float = 85.0, kd: float = 2.
     return f"""<mujoco model="ant_ring">
   <compiler angle="degree"/>
   <option timestep="{timestep}" iterations="{iterations}" ls_iterations="{ls_iterations}"/>
+  <visual>
+    <global offwidth="1280" offheight="960"/>
+  </visual>
+  <asset>
+    <texture name="grid" type="2d" builtin="checker" rgb1="0.92 0.92 0.92" rgb2="0.82 0.82 0.82" width="256" height="256"/>
+    <material name="grid" texture="grid" texrepeat="8 8" texuniform="true"/>
+  </asset>
   <default>
     <geom contype="{0 if explicit_pairs else 1}" conaffinity="{0 if explicit_pairs else 1}" friction="1 0.5 0.5"
           density="5.0" condim="3"/>
     <joint damping="{damping}" armature="{armature}" limited="true"/>
   </default>
   <worldbody>
-    <geom name="floor" type="plane" size="{ring + 2} {ring + 2} 0.1" rgba="0.9 0.9 0.9 1"/>
+    <light name="sun" pos="0 0 8" dir="0 0 -1" directional="true" diffuse="0.6 0.6 0.6"/>
+    <geom name="floor" type="plane" size="{ring + 2} {ring + 2} 0.1" material="grid"/>
     <site name="ring" type="cylinder" size="{ring} 0.005" rgba="0.2 0.2 0.2 0.3"/>{bodies}
   </worldbody>
   <actuator>{actuators}

@@ -4,7 +4,8 @@ draw. Every constant is a field of :class:`SumoSettings` (docs/tasks.md lists th
 Per agent and control step (60 Hz: 2 physics steps of 1/120 s), the 40-dim observation is: own root position
 (3), orientation quaternion (4), linear (3) and angular (3) velocity; joint positions scaled to [-1, 1] by their
 ranges (8) and joint velocities × 0.2 (8); the opponent's position (3) and orientation (4); the opponent's xy
-relative to own (2); own and opponent's fallen flags (2); with ``observe_time`` the share of the episode left (1).
+relative to own (2); own and opponent's fallen flags (2); with ``observe_time`` the share of the episode left (1);
+with ``egocentric`` 9 more in the ant's own heading frame (see :meth:`AntRing.egocentric`).
 """
 
 from __future__ import annotations
@@ -26,13 +27,15 @@ class AntSumo(AntRing):
 
     def __init__(self, num_envs: int, settings: SumoSettings | None = None, seed: int = 0) -> None:
         super().__init__(num_envs, 2, settings or SumoSettings(), seed)
-        self.num_obs = 40 + int(self.settings.observe_time)
+        self.num_obs = 40 + int(self.settings.observe_time) + 9 * int(self.settings.egocentric)
+        self.opponents = torch.tensor([[1], [0]], device=self.device).expand(num_envs, 2, 1)
 
     def _observe(self, qpos: torch.Tensor, qvel: torch.Tensor) -> torch.Tensor:
         fallen = (qpos[..., 2] < self.settings.fallen_height).float()[..., None]
         other = qpos.flip(1)                      # agent a's opponent is 1 - a
         rows = torch.cat([self.own_state(qpos, qvel), other[..., :ROOT_Q], other[..., :2] - qpos[..., :2],
-                          fallen, fallen.flip(1), self.time_left()], dim=-1)
+                          fallen, fallen.flip(1), self.time_left(), self.egocentric(qpos, qvel, self.opponents)],
+                         dim=-1)
         return rows.transpose(0, 1).reshape(self.num_agents * self.num_envs, self.num_obs)
 
     def _judge(self, qpos: torch.Tensor, qvel: torch.Tensor, actions: torch.Tensor
