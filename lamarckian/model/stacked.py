@@ -96,9 +96,10 @@ class StackedPolicies:
         return out, values
 
     @torch.no_grad()
-    def act(self, observations: torch.Tensor, policy: torch.Tensor, deterministic: bool = True,
+    def act(self, observations: torch.Tensor, policy: torch.Tensor, deterministic: bool | torch.Tensor = True,
             generator: torch.Generator | None = None, width: int | None = None) -> torch.Tensor:
-        """Actions ``(N,)`` (or ``(N, A)``) for ``N`` observations, observation ``n`` acted on by policy ``policy[n]``.
+        """Actions ``(N,)`` (or ``(N, A)``) for ``N`` observations, observation ``n`` acted on by policy ``policy[n]``;
+        ``deterministic`` for all rows (mean actions, greedy choices) or per row (an ``(N,)`` bool mask).
 
         Observations are grouped by policy into a padded ``(P, width, ...)`` block: one forward in all. ``width``
         None: the largest group (one host synchronization to learn it); ``width=N``: no synchronization, at the cost
@@ -118,11 +119,12 @@ class StackedPolicies:
             out = self.outputs(block)[0][policy, slot]
         else:
             out = self._mlp(block, value=False)[0][policy, slot]
+        if isinstance(deterministic, bool) and deterministic:
+            return out.argmax(-1) if self.template.discrete else out
         if self.template.discrete:
-            if deterministic:
-                return out.argmax(-1)
-            return torch.multinomial(torch.softmax(out, -1), 1, generator=generator).squeeze(-1)
-        if deterministic:
-            return out
-        std = self.parameters["model.log_std"][policy].exp()
-        return out + std * torch.randn(out.shape, generator=generator, device=out.device)
+            sampled = torch.multinomial(torch.softmax(out, -1), 1, generator=generator).squeeze(-1)
+            return sampled if isinstance(deterministic, bool) else torch.where(deterministic, out.argmax(-1), sampled)
+        noise = torch.randn(out.shape, generator=generator, device=out.device)
+        if not isinstance(deterministic, bool):
+            noise = noise * (~deterministic).unsqueeze(-1)
+        return out + self.parameters["model.log_std"][policy].exp() * noise

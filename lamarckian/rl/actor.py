@@ -63,6 +63,7 @@ class Actor:
         self.envs = int(config["sample"]["envs"])
         self.truncation = int(config["sample"]["truncation"])
         self.rule_probability = float(config["rl"]["opponent"]["rule"])
+        self.mean_probability = float(config["rl"]["opponent"]["deterministic"])
         self.swap = bool(config["rl"]["swap"])
         self.seed, self.index = int(config["seed"]), index
         self.random = np.random.default_rng(actor_seed(config["seed"], index, 1))
@@ -78,7 +79,8 @@ class Actor:
         self.pool_blobs: dict[int, np.ndarray] = {}
         self.pool_ids: list[int] = []
         self.pool_probabilities = np.zeros(0)
-        self.pool_policy: PopulationPolicy | None = None
+        self.pool_policy: PopulationPolicy | None = None       # snapshots sampling their actions
+        self.pool_policy_mean: PopulationPolicy | None = None  # the same snapshots playing their mean actions
         self.population: StackedPolicies | None = None
         if pool is not None:
             self.set_pool(*pool)
@@ -115,6 +117,7 @@ class Actor:
             if ids:
                 stacked = StackedPolicies(self.model, [self.pool_blobs[i] for i in ids])
                 self.pool_policy = PopulationPolicy(stacked, generator=self.generator)
+                self.pool_policy_mean = PopulationPolicy(stacked, deterministic=True)
         self.pool_probabilities = np.array([float(probabilities[i]) for i in probabilities])
 
     # ---- sampling ------------------------------------------------------------------------------------------
@@ -166,8 +169,9 @@ class Actor:
             episode = mdp.reset(learner, *(seat for seat, _ in opponents))
             controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
             players = [self._learn(controllers[0], lane)]
-            players += [self._play(c, self.pool_policy, self.model, index)
-                        for c, (_, index) in zip(controllers[1:], opponents)]
+            mean = self.mean_probability > 0 and self.random.random() < self.mean_probability
+            server = self.pool_policy_mean if mean else self.pool_policy
+            players += [self._play(c, server, self.model, index) for c, (_, index) in zip(controllers[1:], opponents)]
             await asyncio.gather(*players, *episode.ticks)
             result = controllers[0].get_result()
             result["opponent"] = label

@@ -73,6 +73,7 @@ class VecLearner:
         self.pool = OpponentPool(PoolSettings.from_mapping(config["rl"]["opponent"]["pool"]))
         self.pool.add(self.initial_blob, iteration=0)
         self.generator = torch.Generator(device=self.device).manual_seed(int(config["seed"]))
+        self.mean_share = float(config["rl"]["opponent"]["deterministic"])
         self.evaluator = Evaluator(config["evaluator"])
         self.evaluation = self._evaluation(vec, config)
         self.anneal = vec["reward"]["anneal"]
@@ -111,7 +112,7 @@ class VecLearner:
         self.initial_lane = torch.arange(self.task.num_envs, device=self.device) < self.initial_envs
         drawn = self._draw()
         if previous is None:
-            self.opponent = drawn
+            self.opponent, self.opponent_mean = drawn, self._draw_mean()
             return
         position = {snapshot_id: index for index, snapshot_id in enumerate(self.pool_ids)}
         moved = torch.tensor([position.get(i, -1) for i in previous] + [len(self.pool_ids)], device=self.device)
@@ -123,6 +124,10 @@ class VecLearner:
         its fixed lanes); sampled on the device."""
         drawn = torch.multinomial(self.pool_weights, self.task.num_envs, replacement=True, generator=self.generator)
         return torch.where(self.initial_lane, len(self.pool_ids), drawn)
+
+    def _draw_mean(self) -> torch.Tensor:
+        """Per environment ``(E,)``: whether its opponent plays mean actions (probability ``rl.opponent.deterministic``)."""
+        return torch.rand(self.task.num_envs, generator=self.generator, device=self.device) < self.mean_share
 
     # ---- sampling -------------------------------------------------------------------------------------------
     def rollout(self) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor]:
@@ -149,8 +154,10 @@ class VecLearner:
         for t in range(steps):
             own = self.observations[:envs]
             action, log_prob, value = model.act(own, generator=self.generator)
-            opponent_action = self.stacked.act(self.observations[envs:], self.opponent.repeat(task.num_agents - 1),
-                                               deterministic=False, generator=self.generator, width=width)
+            seats = task.num_agents - 1
+            opponent_action = self.stacked.act(self.observations[envs:], self.opponent.repeat(seats),
+                                               deterministic=self.opponent_mean.repeat(seats),
+                                               generator=self.generator, width=width)
             self.observations, reward, done, extras = task.step(torch.cat([action, opponent_action]).clamp(-1, 1))
             reward, done = reward[:envs].to(self.device), done.to(self.device)
             for name, tensor in zip(("observations", "actions", "log_probs", "values", "rewards", "dones"),
@@ -166,6 +173,7 @@ class VecLearner:
             self.episode_return *= 1.0 - finished
             self.episode_length *= 1.0 - finished
             self.opponent = torch.where(done, self._draw(), self.opponent)
+            self.opponent_mean = torch.where(done, self._draw_mean(), self.opponent_mean)
         segment["values"][steps] = model.value(self.observations[:envs])
         segment["truncated"] = zeros(steps, envs)
         segment["final_values"] = zeros(steps, envs)

@@ -114,3 +114,13 @@ def test_hp_only_drains_for_ants_still_in():
 def test_fewer_than_two_ants_is_refused():
     with pytest.raises(ValueError, match="ants=1"):
         AntBattle(2, BattleSettings(ants=1))
+
+
+def test_the_ring_shrinks_per_second_whatever_the_control_rate():
+    fast = AntBattle(2, BattleSettings(ants=3))
+    slow = AntBattle(2, BattleSettings(ants=3, substeps=6, egocentric=True))
+    assert slow.num_obs == fast.num_obs + 5 + 6 * 2
+    for task, steps in ((fast, 300), (slow, 100)):                        # 5 s of game either way
+        task.reset()
+        task.progress[:] = steps
+        torch.testing.assert_close(task.ring_radius(), torch.full((2,), 4.0 - 0.003 * 300))

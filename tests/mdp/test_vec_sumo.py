@@ -89,3 +89,50 @@ def test_reset_idx_only_touches_the_given_environments():
     assert task.hp[0].tolist() == [100, 100] and task.hp[1].tolist() == [42, 42] and task.hp[3].tolist() == [100, 100]
     torch.testing.assert_close(after[1:3], before[1:3], rtol=0, atol=0)
     assert not torch.allclose(after[0], before[0]) and task.progress.tolist() == [0, 5, 5, 0]
+
+
+def test_a_slower_control_rate_keeps_every_constant_per_second():
+    """20 Hz control (6 physics steps): a third of the steps to the time limit, three times the HP lost and the
+    speed reward per step, the same physics time per second of game."""
+    fast, slow = AntSumo(E, seed=4), AntSumo(E, SumoSettings(substeps=6), seed=4)
+    assert (fast.max_episode_length, slow.max_episode_length) == (1000, 333) and slow.step_scale == 3.0
+    qpos, qvel = fast.split(*fast.physics.state())
+    qpos, qvel = qpos.clone(), qvel.clone()
+    qpos[1, 1, 2] = 0.2                        # agent 1 of environment 1 lying low
+    qvel[:, 0, 0] = 1.0                        # agent 0 running at 1 m/s along x
+    rewards = {}
+    for task in (fast, slow):
+        task.reset()
+        task.previous_radius = qpos[..., :2].norm(dim=-1)
+        rewards[task] = task._judge(qpos, qvel, torch.zeros(E, 2, 8))[0]
+    assert fast.hp[1, 1] == 99 and slow.hp[1, 1] == 97
+    torch.testing.assert_close(rewards[slow], 3 * rewards[fast])   # speed reward and costs per step, × 3
+
+
+def test_egocentric_columns_and_time_left():
+    task = AntSumo(E, SumoSettings(egocentric=True, observe_time=True), seed=2)
+    observations = task.reset()
+    assert task.num_obs == 52 and observations.shape == (2 * E, 52)
+    qpos = ants(task)
+    assert torch.all(observations[:, 40] == 1.0)                                   # the whole episode is left
+    # spawned facing the centre: the centre lies straight ahead, as far as the ant's radius, and so does the opponent
+    radius, gap = qpos[:, :, :2].norm(dim=-1), (qpos[:, 0, :2] - qpos[:, 1, :2]).norm(dim=-1)
+    ahead = observations[:E]
+    torch.testing.assert_close(ahead[:, 43], radius[:, 0], atol=1e-4, rtol=0)         # the way to the centre: x
+    assert torch.all(ahead[:, 44].abs() < 1e-3)                                      # ... and no sideways part
+    torch.testing.assert_close(ahead[:, 45], task.settings.ring - radius[:, 0], atol=1e-4, rtol=0)  # to the edge
+    torch.testing.assert_close(ahead[:, 46], gap, atol=1e-4, rtol=0)                  # the opponent straight ahead
+    torch.testing.assert_close(ahead[:, 48], gap, atol=1e-4, rtol=0)                  # its distance
+    assert torch.all(ahead[:, 50:52] == 0)                                           # at rest: no closing speed
+    task.step(still(task))
+    assert torch.all(task.reset() [:, 40] == 1.0) and torch.all(task.step(still(task))[0][:, 40] < 1.0)
+
+
+def test_spawn_band_and_yaw_follow_the_settings():
+    task = AntSumo(64, SumoSettings(spawn_radius=(1.0, 3.0), spawn_yaw=0.5), seed=6)
+    task.reset()
+    radius = ants(task)[:, :, :2].norm(dim=-1)
+    assert radius.min() >= 1.0 - 1e-6 and radius.max() <= 3.0 + 1e-6 and radius.max() > 2.5
+    cos, sin = task.heading(ants(task))
+    facing = -(ants(task)[:, :, :2] / radius[..., None] * torch.stack([cos, sin], -1)).sum(-1)  # cos of the deviation
+    assert facing.min() < 0.97 and facing.min() >= torch.cos(torch.tensor(0.5)) - 1e-4

@@ -55,3 +55,17 @@ def test_cnn_policies_go_through_vmap():
     out, _ = stacked.outputs(frames)
     for index, model in enumerate(models):
         assert torch.allclose(out[index], model.outputs(frames[index])[0], atol=1e-5)
+
+
+def test_a_row_mask_picks_mean_actions_for_some_rows_and_samples_the_others():
+    for space in (gymnasium.spaces.Box(-1, 1, (2,), np.float32), gymnasium.spaces.Discrete(3)):
+        models = population(3, space)
+        stacked = StackedPolicies(models[0], [to_blob(m) for m in models])
+        observations = torch.randn(300, 6)
+        policy = torch.arange(300) % 3
+        mask = torch.arange(300) < 150
+        mean = stacked.act(observations, policy, deterministic=True)
+        mixed = stacked.act(observations, policy, deterministic=mask, generator=torch.Generator().manual_seed(1))
+        assert torch.equal(mixed[mask], mean[mask])                   # masked rows: exactly the mean action
+        differs = (mixed[~mask] != mean[~mask]).reshape(150, -1).any(-1)
+        assert differs.float().mean() > 0.3                           # the others are sampled

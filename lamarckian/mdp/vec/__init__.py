@@ -48,6 +48,10 @@ def task_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     for flag in ("observe_time", "egocentric"):
         if flag in settings:
             fields[flag] = bool(settings[flag])
+    if "substeps" in settings:
+        fields["substeps"] = int(settings["substeps"])
+        if fields["substeps"] < 1:
+            raise ValueError(f"mdp.vec.substeps={settings['substeps']!r}: at least 1 physics step per control step")
     if "spawn_yaw" in settings:
         fields["spawn_yaw"] = float(settings["spawn_yaw"])
     if settings.get("spawn_min") is not None or settings.get("spawn_max") is not None:

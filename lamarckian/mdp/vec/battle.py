@@ -5,7 +5,7 @@ share a rank), rewards follow the ranks.
 Observation per agent (``32 + 10 (N - 1)``): own state (29: see :meth:`AntRing.own_state`), own fallen flag, the
 ring's radius and own distance to its edge (m); then for each other ant, in seat order starting after one's own:
 its position (3), quaternion (4), xy relative to own (2) and an alive flag (1); with ``observe_time`` the share of
-the episode left (1); with ``egocentric`` 5 + 4 (N - 1) more in the ant's own heading frame
+the episode left (1); with ``egocentric`` 5 + 6 (N - 1) more in the ant's own heading frame
 (:meth:`AntRing.egocentric`).
 """
 
@@ -46,7 +46,7 @@ class AntBattle(AntRing):
         super().__init__(num_envs, settings.ants, settings, seed)
         agents = self.num_agents
         self.num_obs = (OWN_STATE + 3 + 10 * (agents - 1) + int(settings.observe_time)
-                        + (5 + 4 * (agents - 1)) * int(settings.egocentric))
+                        + (5 + 6 * (agents - 1)) * int(settings.egocentric))
         seats = torch.arange(agents, device=self.device)
         self.others = (seats[:, None] + torch.arange(1, agents, device=self.device)) % agents     # (A, A - 1)
         self.alive = torch.ones(num_envs, agents, dtype=torch.bool, device=self.device)
@@ -55,7 +55,7 @@ class AntBattle(AntRing):
     def ring_radius(self) -> torch.Tensor:
         """The ring's radius in each environment ``(E,)`` after ``progress`` steps (m)."""
         s = self.settings
-        return (s.ring - s.shrink * self.progress.float()).clamp(min=s.min_ring)
+        return (s.ring - s.shrink * self.step_scale * self.progress.float()).clamp(min=s.min_ring)
 
     def _restart_rules(self, mask: torch.Tensor) -> None:
         self.alive = self.alive | mask[:, None]
@@ -69,7 +69,7 @@ class AntBattle(AntRing):
     def _observe(self, qpos: torch.Tensor, qvel: torch.Tensor) -> torch.Tensor:
         s = self.settings
         ring = self.ring_radius()[:, None].expand(-1, self.num_agents)
-        fallen = (qpos[..., 2] < s.fallen_height).float()
+        fallen = self.fallen(qpos)
         others = qpos[:, self.others]                                                    # (E, A, A-1, 15)
         alive = self.alive[:, self.others].float()
         other_rows = torch.cat([others[..., :ROOT_Q], others[..., :2] - qpos[:, :, None, :2], alive[..., None]], -1)
@@ -81,12 +81,12 @@ class AntBattle(AntRing):
     def _judge(self, qpos: torch.Tensor, qvel: torch.Tensor, actions: torch.Tensor
                ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         s, alive = self.settings, self.alive
-        self.hp = self.hp - ((qpos[..., 2] < s.fallen_height) & alive).float()
+        self.hp = self.hp - self.step_scale * self.fallen(qpos) * alive.float()
         radius = qpos[..., :2].norm(dim=-1)                                                  # (E, A)
         out_now = alive & ((radius > self.ring_radius()[:, None]) | (self.hp <= 0))
         standing = alive & ~out_now
         left = standing.sum(1)                                                               # (E,)
-        time_out = self.progress >= s.max_episode_length
+        time_out = self.progress >= self.max_episode_length
         done = (left <= 1) | time_out | (out_now[:, 0] & (not s.play_to_end))
         # ranks: out now with others left → (ants left) + 1; the last ones out together share 1st; survivors 1st
         self.ranks = torch.where(out_now, torch.where(left[:, None] > 0, left[:, None] + 1, 1), self.ranks)
@@ -116,5 +116,5 @@ class AntBattle(AntRing):
         target = torch.gather(xy, 1, nearest[..., None].expand(-1, -1, 2))
         moved = (radius - self.previous_radius) * alive.float()                              # (E, A)
         pushed = moved.sum(1, keepdim=True) - moved
-        return self.dense_scale * (s.move_weight * self.speed_toward(qpos, qvel, target) + s.push_weight * pushed
+        return self.dense_scale * (self.move_reward(qpos, qvel, target) + s.push_weight * pushed
                                    - self.costs(actions, qpos))

@@ -20,9 +20,17 @@ ROOT_Q, ROOT_V, JOINTS = 7, 6, 8  # free joint (qpos / qvel sizes), hinge joints
 OWN_STATE = ROOT_Q + ROOT_V + 2 * JOINTS  # 29: own root position, quaternion, velocities, scaled joints
 
 
+REFERENCE_SUBSTEPS = 2  # the constants below are per control step at 60 Hz (2 physics steps of 1/120 s)
+
+
 @dataclasses.dataclass(frozen=True)
 class RingSettings:
-    """Constants shared by the ring tasks (distances in m, rewards per control step unless terminal)."""
+    """Constants shared by the ring tasks (distances in m, rewards per control step unless terminal).
+
+    Per-step constants (the time limit, HP lost per fallen step, speed and cost rewards, Ant Battle's shrink) are
+    given for 60 Hz control; at another rate (``substeps``) the task scales them so that they mean the same per
+    second of game time.
+    """
 
     ring: float = 3.0
     kp: float = 85.0                 # position servo stiffness (N m/rad)
@@ -56,7 +64,8 @@ class AntRing(VecTask):
     def __init__(self, num_envs: int, num_agents: int, settings: RingSettings, seed: int = 0) -> None:
         self.settings = s = settings
         self.num_envs, self.num_agents = num_envs, num_agents
-        self.num_actions, self.max_episode_length = JOINTS, s.max_episode_length
+        self.step_scale = s.substeps / REFERENCE_SUBSTEPS    # seconds per control step, in 60 Hz steps
+        self.num_actions, self.max_episode_length = JOINTS, round(s.max_episode_length / self.step_scale)
         self.scene = scene_xml(num_agents, s.ring, s.kp, s.kd, s.timestep, armature=s.armature, damping=s.damping)
         self.physics = create_physics(s.backend, self.scene, num_envs, s.device, s.threads)
         self.device = device = self.physics.device
@@ -103,9 +112,10 @@ class AntRing(VecTask):
         return torch.stack([cos * x + sin * y, -sin * x + cos * y], dim=-1)
 
     def egocentric(self, qpos: torch.Tensor, qvel: torch.Tensor, others: torch.Tensor) -> torch.Tensor:
-        """``(E, A, 5 + 4 K)`` (``(E, A, 0)`` unless ``egocentric``): in each ant's heading frame its velocity (2)
+        """``(E, A, 5 + 6 K)`` (``(E, A, 0)`` unless ``egocentric``): in each ant's heading frame its velocity (2)
         and the way to the ring's centre (2), its distance to the edge (1); per other ant (``others`` ``(E, A, K)``
-        seat indices) the offset to it (2), its distance (1) and its distance to the edge (1) — all in m or m/s."""
+        seat indices) the offset to it (2), its distance (1), its distance to the edge (1) and its velocity
+        relative to one's own (2: is it giving way?) — all in m or m/s."""
         if not self.settings.egocentric:
             return qpos.new_zeros(*qpos.shape[:2], 0)
         cos, sin = self.heading(qpos)
@@ -113,10 +123,12 @@ class AntRing(VecTask):
         environments = torch.arange(self.num_envs, device=self.device)[:, None, None]
         other_xy = xy[environments, others]                                                  # (E, A, K, 2)
         offset = other_xy - xy[:, :, None]
+        closing = qvel[..., :2][environments, others] - qvel[:, :, None, :2]
         columns = [self.to_heading(qvel[..., :2], cos, sin), self.to_heading(-xy, cos, sin),
                    (ring - xy.norm(dim=-1))[..., None]]
         per_other = torch.cat([self.to_heading(offset, cos, sin), offset.norm(dim=-1, keepdim=True),
-                               ring[..., None, None] - other_xy.norm(dim=-1, keepdim=True)], dim=-1)
+                               ring[..., None, None] - other_xy.norm(dim=-1, keepdim=True),
+                               self.to_heading(closing, cos, sin)], dim=-1)
         return torch.cat(columns + [per_other.flatten(2)], dim=-1)
 
     def scaled_joints(self, qpos: torch.Tensor) -> torch.Tensor:
@@ -125,14 +137,22 @@ class AntRing(VecTask):
     def costs(self, actions: torch.Tensor, qpos: torch.Tensor) -> torch.Tensor:
         """Action and joint-limit costs ``(E, A)`` (positive numbers, subtracted from the reward)."""
         s = self.settings
-        return (s.action_cost * actions.square().sum(-1)
-                + s.limit_cost * (self.scaled_joints(qpos).abs() > 0.99).float().sum(-1))
+        return self.step_scale * (s.action_cost * actions.square().sum(-1)
+                                  + s.limit_cost * (self.scaled_joints(qpos).abs() > 0.99).float().sum(-1))
 
     def speed_toward(self, qpos: torch.Tensor, qvel: torch.Tensor, target_xy: torch.Tensor) -> torch.Tensor:
         """Each ant's horizontal speed toward ``target_xy`` ``(E, A, 2)``, in m/s ``(E, A)``."""
         direction = target_xy - qpos[..., :2]
         direction = direction / (direction.norm(dim=-1, keepdim=True) + 1e-8)
         return (qvel[..., :2] * direction).sum(-1)
+
+    def fallen(self, qpos: torch.Tensor) -> torch.Tensor:
+        """``(E, A)`` float: 1 where an ant's torso is below ``fallen_height`` (it loses HP)."""
+        return (qpos[..., 2] < self.settings.fallen_height).float()
+
+    def move_reward(self, qpos: torch.Tensor, qvel: torch.Tensor, target_xy: torch.Tensor) -> torch.Tensor:
+        """``move_weight`` × the speed toward ``target_xy`` per control step (scaled to the control rate)."""
+        return self.step_scale * self.settings.move_weight * self.speed_toward(qpos, qvel, target_xy)
 
     def _spawn(self) -> torch.Tensor:
         """Fresh ``qpos (E, nq)`` for every environment: ants evenly spaced around the centre at a random angle

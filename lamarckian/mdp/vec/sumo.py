@@ -5,7 +5,7 @@ Per agent and control step (60 Hz: 2 physics steps of 1/120 s), the 40-dim obser
 (3), orientation quaternion (4), linear (3) and angular (3) velocity; joint positions scaled to [-1, 1] by their
 ranges (8) and joint velocities × 0.2 (8); the opponent's position (3) and orientation (4); the opponent's xy
 relative to own (2); own and opponent's fallen flags (2); with ``observe_time`` the share of the episode left (1);
-with ``egocentric`` 9 more in the ant's own heading frame (see :meth:`AntRing.egocentric`).
+with ``egocentric`` 11 more in the ant's own heading frame (see :meth:`AntRing.egocentric`).
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ class AntSumo(AntRing):
 
     def __init__(self, num_envs: int, settings: SumoSettings | None = None, seed: int = 0) -> None:
         super().__init__(num_envs, 2, settings or SumoSettings(), seed)
-        self.num_obs = 40 + int(self.settings.observe_time) + 9 * int(self.settings.egocentric)
+        self.num_obs = 40 + int(self.settings.observe_time) + 11 * int(self.settings.egocentric)
         self.opponents = torch.tensor([[1], [0]], device=self.device).expand(num_envs, 2, 1)
 
     def _observe(self, qpos: torch.Tensor, qvel: torch.Tensor) -> torch.Tensor:
-        fallen = (qpos[..., 2] < self.settings.fallen_height).float()[..., None]
+        fallen = self.fallen(qpos)[..., None]
         other = qpos.flip(1)                      # agent a's opponent is 1 - a
         rows = torch.cat([self.own_state(qpos, qvel), other[..., :ROOT_Q], other[..., :2] - qpos[..., :2],
                           fallen, fallen.flip(1), self.time_left(), self.egocentric(qpos, qvel, self.opponents)],
@@ -41,16 +41,16 @@ class AntSumo(AntRing):
     def _judge(self, qpos: torch.Tensor, qvel: torch.Tensor, actions: torch.Tensor
                ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         s = self.settings
-        self.hp = self.hp - (qpos[..., 2] < s.fallen_height).float()
+        self.hp = self.hp - self.step_scale * self.fallen(qpos)
         radius = qpos[..., :2].norm(dim=-1)                                         # (E, 2)
         out = (radius > s.ring) | (self.hp <= 0)
         lose0, lose1 = out[:, 0] & ~out[:, 1], out[:, 1] & ~out[:, 0]
-        time_out = (self.progress >= s.max_episode_length) & ~lose0 & ~lose1
+        time_out = (self.progress >= self.max_episode_length) & ~lose0 & ~lose1
         draw = (out[:, 0] & out[:, 1]) | time_out
         done = lose0 | lose1 | draw
         pushed = (radius - self.previous_radius).flip(1)                           # the opponent's outward move
-        rewards = self.dense_scale * (s.move_weight * self.speed_toward(qpos, qvel, qpos.flip(1)[..., :2])
-                                      + s.push_weight * pushed - self.costs(actions, qpos))
+        rewards = self.dense_scale * (self.move_reward(qpos, qvel, qpos.flip(1)[..., :2]) + s.push_weight * pushed
+                                      - self.costs(actions, qpos))
         lost = torch.stack([lose0, lose1], dim=1).float()
         rewards = (rewards + s.win_reward * lost.flip(1) + s.lose_reward * lost
                    + s.draw_reward * draw.float()[:, None])
