@@ -1,7 +1,7 @@
 """Ant Sumo physics alone: env-steps/s of the physics batch (one physics step per env step), the control-step
 rate at the 60 Hz setting (2 physics steps per control step), and the task's step (physics + rules +
 observations) at 60 Hz, for several environment counts. References measured in the same run: CPU MuJoCo stepping
-the same MJCF model, 64 environments per core, on one thread or every core, whichever is faster; and on the mjx
+the same MJCF model, 64 environments per core, in one process or one per core, whichever is faster; and on the mjx
 backend a bare vmapped ``mjx.step`` of the same model (no torch, no hand-over, no resets): the limit our batch
 is held to, and our batch's step without the DLPack hand-over of the controls, to show where the gap goes.
 
@@ -43,9 +43,9 @@ def rate(call, finished, count: int, steps: int, repeats: int) -> float:
 
 
 def physics_rate(backend: str, device: str, envs: int, substeps: int, steps: int, repeats: int,
-                 threads: int = 1) -> float:
+                 workers: int = 1) -> float:
     """Env-steps/s of the raw physics batch with ``substeps`` physics steps per env step (random controls)."""
-    physics = create_physics(backend, scene_xml(), envs, device, threads)
+    physics = create_physics(backend, scene_xml(), envs, device, workers)
     ctrl = torch.rand(envs, physics.model.nu, device=physics.device) - 0.5
     try:
         return rate(lambda: physics.step(ctrl, substeps), lambda: wait(physics.state), envs, steps, repeats)
@@ -114,9 +114,9 @@ def main() -> None:
     card = torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "CPU"
     print(f"# {time.strftime('%Y-%m-%d')} {platform.node()} ({card}), backend {backend} on {device}, torch "
           f"{torch.__version__}; Ant Sumo scene (2 ants, 43 contact pairs, iterations 4 / ls 8, dt 1/120 s)")
-    reference, threads = max((physics_rate("mujoco", "cpu", 64 * cores, 1, args.steps, args.repeats, threads=n), n)
+    reference, workers = max((physics_rate("mujoco", "cpu", 64 * cores, 1, args.steps, args.repeats, workers=n), n)
                              for n in sorted({1, cores}))
-    print(f"reference: CPU MuJoCo, {64 * cores} envs on {threads} thread(s) (the faster of 1 and {cores}): "
+    print(f"reference: CPU MuJoCo, {64 * cores} envs in {workers} process(es) (the faster of 1 and {cores}): "
           f"{reference:,.0f} env-steps/s (1 physics step each)")
     print(f"{'envs':>7} {'physics env-steps/s':>20} {'60 Hz control steps/s':>22} {'task steps/s':>13} "
           f"{'× CPU MuJoCo':>13}")

@@ -10,12 +10,14 @@
 # Writes logs, JSON, the checkpoint and the video to $OUT. Needs .whl/ from bench/device/fetch_wheels.sh (carry it).
 #   device run:  bash bench/device/run.sh        (carry: [".whl"], timeout_s: 600; kind nvidia-h200: the 900k
 #                env-steps/s target was measured on an H200, an H100 has less memory bandwidth)
-#   dry run on a CPU:  ENVS=16 BUDGET=150 MIN_TRAIN=30 SKIP_INSTALL=1 bash bench/device/run.sh
+#   dry run on a CPU:  ENVS=16 BUDGET=200 MIN_TRAIN=30 TRAIN_CHANGES="mdp.vec.num_envs.cpu=16" SKIP_INSTALL=1 \
+#                      bash bench/device/run.sh
 # Compiled MJX steps are cached on disk (JAX_COMPILATION_CACHE_DIR): each batch shape compiles once per machine.
 set -uo pipefail
 OUT=${OUT:-/tmp/lamarckian-device}
 mkdir -p "$OUT"
-ENVS=${ENVS:-16384}
+ENVS=${ENVS:-16384}          # the physics figure's environment count; the training takes the config's (4,096 on cuda)
+TRAIN_CHANGES=${TRAIN_CHANGES:-}   # more -m edits for the training run
 BUDGET=${BUDGET:-540}        # seconds for everything; the training gets what the other steps leave
 MIN_TRAIN=${MIN_TRAIN:-120}  # a shorter training run than this is not worth rating
 if [ -z "${SKIP_INSTALL:-}" ]; then
@@ -41,8 +43,8 @@ if [ "$TRAIN_SECONDS" -lt "$MIN_TRAIN" ]; then TRAIN_SECONDS=$MIN_TRAIN; echo "t
 minutes=$(python3 -c "print($TRAIN_SECONDS / 60)")
 echo "== training and rating (bench/sumo_learning.py), ${TRAIN_SECONDS} s"; started=$SECONDS
 timeout $((TRAIN_SECONDS + 240)) python3 bench/sumo_learning.py --minutes "$minutes" --games 256 --snapshots 10 \
-  --pair-games 16 --root "$OUT/run" -m "mdp.vec.num_envs.cuda=$ENVS" "mdp.vec.num_envs.cpu=$ENVS" \
-  evaluator.tensorboard=false 2>&1 | grep -v warp | tee "$OUT/train.log"
+  --pair-games 16 --root "$OUT/run" -m evaluator.tensorboard=false $TRAIN_CHANGES 2>&1 | grep -v warp \
+  | tee "$OUT/train.log"
 echo "training and rating took $((SECONDS - started)) s"
 
 echo "== the final checkpoint and a video"
@@ -50,9 +52,8 @@ newest=$(ls "$OUT"/run/checkpoints/checkpoint-*.pt 2>/dev/null | tail -1)
 if [ -n "$newest" ]; then
   cp "$newest" "$OUT/final_checkpoint.pt"
   for video in match.gif match.mp4; do
-    timeout 60 python3 evaluate.py -c mdp/vec/ant_sumo.yml rl/ppo_gpu.yml -m "mdp.vec.num_envs.cuda=$ENVS" \
-      --checkpoints "$OUT/run/checkpoints" --video "$OUT/$video" --video-size 480x360 2>&1 | tail -2 \
-      | tee -a "$OUT/video.log"
+    timeout 60 python3 evaluate.py -c mdp/vec/ant_sumo.yml rl/ppo_gpu.yml --checkpoints "$OUT/run/checkpoints" \
+      --video "$OUT/$video" --video-size 480x360 2>&1 | tail -2 | tee -a "$OUT/video.log"
   done
 fi
 # keep the tables, plots and summaries; drop the run's bulk (checkpoints, snapshots)

@@ -194,6 +194,10 @@ def resolve_references(config: dict[str, Any], sources: Sources) -> dict[str, An
     return resolve(config, "", ())
 
 
+DEVICE_TYPES = ("cpu", "cuda")
+PER_DEVICE = ("mdp.vec.num_envs", "rl.ppo.minibatches")  # keys that may hold one value per device type
+
+
 def _type_ok(default: Any, value: Any) -> bool:
     if default is None or value is None:
         return True
@@ -208,12 +212,25 @@ def _type_ok(default: Any, value: Any) -> bool:
     return isinstance(value, type(default))
 
 
+def _per_device_ok(path: str, default: Any, value: Any) -> bool:
+    """For the keys that take one value per device type (``PER_DEVICE``): ``{cpu: 4, cuda: 16}`` where the default
+    is one value, or one value where the default is per device type."""
+    if path not in PER_DEVICE:
+        return False
+    if isinstance(value, dict) and not isinstance(default, dict):
+        return bool(value) and set(value) <= set(DEVICE_TYPES) and all(_type_ok(default, v) for v in value.values())
+    if isinstance(default, dict) and not isinstance(value, dict):
+        return all(_type_ok(d, value) for d in default.values())
+    return False
+
+
 def validate(config: dict[str, Any], defaults: dict[str, Any], sources: Sources, *,
              ranges: bool = False, prefix: str = "") -> None:
     """Unknown keys (with a "did you mean"), wrong types and bad expressions raise :class:`ConfigError`.
 
     A mapping whose default is empty (``{}``) is open: any keys. With ``ranges``, a two-element list
-    ``[lo, hi]`` is accepted where the default is a number (a search range for ``evolve.py``).
+    ``[lo, hi]`` is accepted where the default is a number (a search range for ``evolve.py``). The keys of
+    ``PER_DEVICE`` take one value or one per device type.
     """
     for key, value in config.items():
         path = f"{prefix}{key}"
@@ -236,7 +253,7 @@ def validate(config: dict[str, Any], defaults: dict[str, Any], sources: Sources,
             continue
         is_range = (ranges and isinstance(value, list) and len(value) == 2 and isinstance(default, (int, float))
                     and all(_type_ok(default, v) or _type_ok(1.0, v) for v in value))
-        if not is_range and not _type_ok(default, value):
+        if not is_range and not _type_ok(default, value) and not _per_device_ok(path, default, value):
             expected = type(default).__name__
             raise ConfigError(f"{path} (from {sources.of(path)}): expected {expected}, got "
                               f"{type(value).__name__} {value!r}")

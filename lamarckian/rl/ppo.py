@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..config import per_device
 from ..model import ActorCritic
 
 LR_SCHEDULES = ("constant", "linear", "adaptive")
@@ -46,11 +47,13 @@ class PPOSettings:
             raise ValueError("rl.ppo.epochs and rl.ppo.minibatches must be at least 1")
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> "PPOSettings":
+    def from_config(cls, config: Mapping[str, Any], device_type: str = "cpu") -> "PPOSettings":
+        """From ``rl``, ``rl.ppo`` and ``train``; ``rl.ppo.minibatches`` may give one count per device type."""
         rl, ppo, train = config["rl"], config["rl"]["ppo"], config["train"]
         weights = rl["ac"]["weight_loss"]
+        minibatches = per_device(ppo["minibatches"], device_type, "rl.ppo.minibatches")
         return cls(discount=rl["discount"], gae=rl["gae"], clip=ppo["clip"], clip_value=ppo.get("clip_value"),
-                   epochs=ppo["epochs"], minibatches=ppo["minibatches"],
+                   epochs=ppo["epochs"], minibatches=minibatches,
                    normalize_advantage=ppo["normalize_advantage"], critic=weights["critic"],
                    entropy=weights["entropy"], lr=train["lr"], lr_schedule=train["lr_schedule"],
                    lr_horizon=train["lr_horizon"], kl_target=ppo["kl_target"], grad_clip=train.get("grad_clip"),

@@ -66,7 +66,7 @@ class VecLearner:
         task = self.task
         self.device = task.device
         self.model = vec_model(task, config["model"])
-        self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
+        self.ppo = PPO(self.model, PPOSettings.from_config(config, self.device.type), seed=config["seed"])
         self.horizon = int(vec["horizon"])
         self.initial_blob = to_blob(self.model)
         self.initial_envs = round(float(vec["initial_share"]) * task.num_envs)

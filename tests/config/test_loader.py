@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,12 @@ def test_ci_runs_the_readme_test_command():
     readme = (DEFAULTS.parent / "README.md").read_text()
     command = (DEFAULTS.parent / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert command in readme and "pytest" in command
+
+
+def test_some_keys_take_one_value_per_device_type():
+    config = load([], ["rl.ppo.minibatches={cpu: 4, cuda: 16}", "mdp.vec.num_envs=32"])
+    assert config["rl"]["ppo"]["minibatches"] == {"cpu": 4, "cuda": 16} and config["mdp"]["vec"]["num_envs"] == 32
+    for change, message in (("train.lr={cpu: 0.1}", "train.lr"), ("rl.ppo.minibatches={gpu: 2}", "expected int"),
+                            ("rl.ppo.minibatches={cpu: 2.5}", "expected int")):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            load([], [change])

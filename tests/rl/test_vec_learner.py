@@ -40,10 +40,11 @@ def test_vec_learner_updates_and_resumes(tmp_path):
 
 
 def test_rollout_shapes_and_opponents_per_environment(tmp_path):
-    config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "mdp.vec.horizon=8"])
+    config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "mdp.vec.horizon=8", "mdp.vec.spawn_max=1.5"])
     learner = VecLearner(config, None)
     segment, outcomes, returns = learner.rollout()
-    assert segment["observations"].shape == (8, 4, 40) and segment["actions"].shape == (8, 4, 8)
+    assert learner.task.num_obs == 52                       # 40 + the time left + 11 egocentric (the shipped config)
+    assert segment["observations"].shape == (8, 4, 52) and segment["actions"].shape == (8, 4, 8)
     assert segment["values"].shape == (9, 4) and segment["rewards"].shape == (8, 4)
     assert torch.all(torch.isfinite(segment["rewards"]))
     assert outcomes.shape == (learner.stacked.count, 3) and outcomes.sum() == 0 and returns[1] == 0  # no game ends in 8 steps

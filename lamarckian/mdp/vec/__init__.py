@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 import torch
 
+from ...config import per_device
 from .base import VecTask
 from .battle import AntBattle, BattleSettings
 from .physics import BACKENDS, mjx_available
@@ -27,11 +28,7 @@ def placement(settings: Mapping[str, Any]) -> tuple[str, str, int]:
         backend = "mjx" if gpu and mjx_available() else "mujoco"
     if device == "auto":
         device = "cuda" if backend == "mjx" and gpu else "cpu"
-    if isinstance(num_envs, Mapping):
-        kind = torch.device(device).type
-        if kind not in num_envs:
-            raise ValueError(f"mdp.vec.num_envs={dict(num_envs)!r}: no entry for the device type {kind!r}")
-        num_envs = num_envs[kind]
+    num_envs = per_device(num_envs, torch.device(device).type, "mdp.vec.num_envs")
     if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
         raise ValueError(f"mdp.vec.num_envs={num_envs!r}: expected a positive integer (or one per device type)")
     return backend, device, num_envs
@@ -63,7 +60,7 @@ def task_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def create_vec_task(settings: Mapping[str, Any], seed: int = 0) -> VecTask:
-    """The task of the ``mdp.vec`` section: ``task``, ``num_envs``, ``backend``, ``device``, ``threads``, ``ants``
+    """The task of the ``mdp.vec`` section: ``task``, ``num_envs``, ``backend``, ``device``, ``workers``, ``ants``
     (Ant Battle), ``play_to_end`` (Ant Battle), the rules of :func:`task_settings`, ``isaacgym`` (the server's
     address, key and timeout)."""
     backend, device, num_envs = placement(settings)
@@ -73,7 +70,7 @@ def create_vec_task(settings: Mapping[str, Any], seed: int = 0) -> VecTask:
         return RemoteVecTask.connect(settings["isaacgym"], num_envs=num_envs, seed=seed)
     if backend not in BACKENDS:
         raise ValueError(f"mdp.vec.backend={backend!r}: expected auto or one of {BACKENDS + ('isaacgym',)}")
-    common = {"backend": backend, "device": device, "threads": int(settings["threads"]), **task_settings(settings)}
+    common = {"backend": backend, "device": device, "workers": int(settings["workers"]), **task_settings(settings)}
     task = settings["task"]
     if task == "ant_sumo":
         return AntSumo(num_envs, SumoSettings(**common), seed=seed)

@@ -51,4 +51,4 @@ class VecTask(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} cannot be reseeded")
 
     def close(self) -> None:
-        """Release the physics (threads, compiled steps, a server connection)."""
+        """Release the physics (worker processes, compiled steps, a server connection)."""

@@ -55,7 +55,7 @@ class RingSettings:
     limit_cost: float = 0.1          # × joints at the end of their range
     backend: str = "mujoco"          # physics: mujoco (CPU) | mjx
     device: str = "cpu"              # torch device of every tensor (mjx: cpu or cuda)
-    threads: int = 1                 # CPU stepping threads (mujoco backend)
+    workers: int = 1                 # CPU stepping processes, this one included (mujoco backend)
 
 
 class AntRing(VecTask):
@@ -67,7 +67,7 @@ class AntRing(VecTask):
         self.step_scale = s.substeps / REFERENCE_SUBSTEPS    # seconds per control step, in 60 Hz steps
         self.num_actions, self.max_episode_length = JOINTS, round(s.max_episode_length / self.step_scale)
         self.scene = scene_xml(num_agents, s.ring, s.kp, s.kd, s.timestep, armature=s.armature, damping=s.damping)
-        self.physics = create_physics(s.backend, self.scene, num_envs, s.device, s.threads)
+        self.physics = create_physics(s.backend, self.scene, num_envs, s.device, s.workers)
         self.device = device = self.physics.device
         model = self.physics.model
         hinges = [j for j in range(model.njnt) if model.jnt_type[j] != 0]
