@@ -128,9 +128,11 @@ def film(config, arguments: argparse.Namespace) -> int:
         if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
             os.environ["MUJOCO_GL"] = "egl"                   # before MuJoCo is imported: no display here
         from lamarckian.mdp.vec import create_vec_task
+        from lamarckian.mdp.vec.render import import_mujoco_renderer
         from lamarckian.model.stacked import StackedPolicies
         from lamarckian.rl.vec_learner import vec_model
 
+        import_mujoco_renderer()                              # the GL back end is checked before the physics
         task = create_vec_task({**config["mdp"]["vec"], "num_envs": 1, "play_to_end": True}, seed=config["seed"])
         try:
             def fresh():

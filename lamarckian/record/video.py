@@ -84,8 +84,12 @@ class VideoWriter:
             from PIL import Image
 
             images = [Image.fromarray(frame) for frame in self._gif]
-            images[0].save(self.path, save_all=True, append_images=images[1:], loop=0,
-                           duration=round(1000 / self.fps), optimize=True)
+            # a GIF times frames in centiseconds: frame i ends at (i + 1) / fps rounded to 10 ms, so 30 fps plays
+            # 30, 30, 40 ms... and the whole GIF lasts what the game did (not 10% less)
+            ends = [round((index + 1) * 100 / self.fps) * 10 for index in range(len(images))]
+            durations = [end - start for start, end in zip([0] + ends[:-1], ends)]
+            images[0].save(self.path, save_all=True, append_images=images[1:], loop=0, duration=durations,
+                           optimize=True)
             self._gif = []
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,

@@ -77,6 +77,8 @@ class VecLearner:
         self.evaluator = Evaluator(config["evaluator"])
         self.evaluation = self._evaluation(vec, config)
         self.anneal = vec["reward"]["anneal"]
+        if self.anneal and not hasattr(task, "dense_scale"):
+            raise ValueError(f"mdp.vec.reward.anneal: {type(task).__name__} has no dense rewards to anneal")
         self.iteration = self.cost = self.version = 0
         self.elapsed = 0.0
         self.training: dict[str, float] = {}
@@ -253,7 +255,7 @@ class VecLearner:
                 against = self.win_rate_against_initial()
                 scalars.write(self.cost, {**{f"train/{k}": v for k, v in self.training.items()}, **stats,
                                           **self.pool.statistics(), "train/win_initial": against,
-                                          "reward/dense_scale": task.dense_scale})
+                                          "reward/dense_scale": getattr(task, "dense_scale", 1.0)})
                 fields = {"iter": str(self.iteration), "steps": format_number(self.cost),
                           "agent-steps/s": format_number(stats["fps/overall"]),
                           "train win": f"{self.training.get('win', math.nan):.2f}",

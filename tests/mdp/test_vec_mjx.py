@@ -105,7 +105,8 @@ def test_vec_learner_trains_on_the_mjx_backend(tmp_path):
 
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], ["mdp.vec.backend=mjx", "mdp.vec.device=cpu",
                                                                "mdp.vec.num_envs.cpu=4", "mdp.vec.horizon=8",
-                                                               "evaluator.progress=false"])
+                                                               "evaluator.progress=false",
+                                                               "evaluator.episodes=2"])
     learner = VecLearner(config, None)
     learner.rollout()                            # resets every environment first
     place(learner.task, 1, 1, 3.5, 0.0)          # then the opponent of environment 1 leaves the ring

@@ -9,6 +9,7 @@ radius. The renderer needs OpenGL: ``MUJOCO_GL=egl`` (a GPU driver's or Mesa's E
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +23,26 @@ def ant_colour(seat: int) -> tuple[str, tuple[int, int, int]]:
     return name, tuple(int(255 * c) for c in rgb)
 
 
+def no_opengl(error: BaseException) -> RuntimeError:
+    """The one-line error for an OpenGL back end that does not start (``error``: what MuJoCo or PyOpenGL raised)."""
+    backend = os.environ.get("MUJOCO_GL", "the default (glfw)")
+    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return RuntimeError(f"MuJoCo's renderer found no OpenGL with MUJOCO_GL={backend} ({reason}); try "
+                        "MUJOCO_GL=egl or MUJOCO_GL=osmesa")
+
+
+def import_mujoco_renderer() -> Any:
+    """``import mujoco``, with a GL back end that fails (MuJoCo 4 opens the one ``MUJOCO_GL`` names while it is
+    imported) reported as :func:`no_opengl`'s RuntimeError instead of a PyOpenGL traceback."""
+    try:
+        import mujoco
+    except ImportError:
+        raise
+    except Exception as error:  # noqa: BLE001 - any GL failure is reported the same way
+        raise no_opengl(error) from None
+    return mujoco
+
+
 class RingView:
     """Renders environment ``env`` of ``task`` as ``(height, width, 3)`` uint8 RGB frames.
 
@@ -29,18 +50,14 @@ class RingView:
     """
 
     def __init__(self, task: AntRing, width: int = 480, height: int = 360, env: int = 0) -> None:
-        import mujoco
-
+        mujoco = import_mujoco_renderer()
         self.mujoco, self.task, self.env = mujoco, task, env
         self.model = mujoco.MjModel.from_xml_string(task.scene)
         self.data = mujoco.MjData(self.model)
         try:
             self.renderer = mujoco.Renderer(self.model, height, width)
         except Exception as error:  # noqa: BLE001 - any GL failure is reported the same way
-            backend = os.environ.get("MUJOCO_GL", "the default (glfw)")
-            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-            raise RuntimeError(f"MuJoCo's renderer found no OpenGL with MUJOCO_GL={backend} ({reason}); try "
-                               "MUJOCO_GL=egl or MUJOCO_GL=osmesa") from None
+            raise no_opengl(error) from None
         self.camera = mujoco.MjvCamera()
         self.camera.lookat[:] = (0.0, 0.0, 0.3)
         self.camera.distance = 2.4 * task.settings.ring
