@@ -41,9 +41,11 @@ echo "physics took $((SECONDS - started)) s"
 TRAIN_SECONDS=$((BUDGET - SECONDS - 150))
 if [ "$TRAIN_SECONDS" -lt "$MIN_TRAIN" ]; then TRAIN_SECONDS=$MIN_TRAIN; echo "the physics overran: ${MIN_TRAIN} s of training"; fi
 minutes=$(python3 -c "print($TRAIN_SECONDS / 60)")
+SNAPSHOT_EVERY=$(( TRAIN_SECONDS / 12 > 5 ? TRAIN_SECONDS / 12 : 5 ))   # about 12 snapshots for the Elo curve
 echo "== training and rating (bench/sumo_learning.py), ${TRAIN_SECONDS} s"; started=$SECONDS
 timeout $((TRAIN_SECONDS + 240)) python3 bench/sumo_learning.py --minutes "$minutes" --games 256 --snapshots 10 \
-  --pair-games 16 --root "$OUT/run" -m evaluator.tensorboard=false $TRAIN_CHANGES 2>&1 | grep -v warp \
+  --pair-games 16 --root "$OUT/run" -m evaluator.tensorboard=false "evaluator.checkpoint.interval=$SNAPSHOT_EVERY" \
+  $TRAIN_CHANGES 2>&1 | grep -v warp \
   | tee "$OUT/train.log"
 echo "training and rating took $((SECONDS - started)) s"
 
