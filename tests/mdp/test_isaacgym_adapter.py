@@ -123,6 +123,19 @@ def test_train_py_trains_through_the_server(server, tmp_path):
     assert "done after 3 iterations" in completed.stderr
 
 
+def test_annealing_rewards_the_server_computes_is_refused(server, tmp_path):
+    """The server's task computes its own rewards: there is no dense scale here to anneal."""
+    address, key_file = server
+    completed = subprocess.run([sys.executable, "train.py", "-c", "mdp/vec/ant_sumo.yml", "-m",
+                                "mdp.vec.backend=isaacgym", f"mdp.vec.isaacgym.address={address}",
+                                f"mdp.vec.isaacgym.key_file={key_file}", f"mdp.vec.num_envs.cpu={E}",
+                                "mdp.vec.reward.anneal=1000", "evaluator.terminate=self.iteration >= 1",
+                                f"root={tmp_path / 'run'}"],
+                               capture_output=True, text=True, cwd=REPOSITORY, timeout=300)
+    assert completed.returncode == 2, completed.stderr[-2000:]
+    assert "mdp.vec.reward.anneal" in completed.stderr and "RemoteVecTask" in completed.stderr
+
+
 def test_bad_settings_are_clear(tmp_path, server):
     address, key_file = server
     with pytest.raises(ValueError, match="key_file"):
