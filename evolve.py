@@ -1,61 +1,9 @@
 #!/usr/bin/env python
-"""Evolve a population of learners: ``python evolve.py [-c FILE ...] [-m key.path=value ...] [-d | -D] [--debug]``.
+"""``python evolve.py ...``: the same program as ``python -m lamarckian.evolve`` (see ``--help``)."""
 
-Without ``-c``, the files are ``ec/ea/pbt.yml ec/wrap/mdp.yml``: a small PBT (4 learners, one actor each) on the
-built-in Pong on this machine. ``-c ec/ea/<name>.yml`` picks the algorithm (pbt, nsga_ii, tournament); any
-learning key given ``[lo, hi]`` is searched. See README "Evolution".
-"""
-
-from __future__ import annotations
-
-import os
 import sys
-from pathlib import Path
-from typing import Any, Mapping, Sequence
 
-from lamarckian.cli import prepare_run, run_arguments, run_job, start_ray
-from lamarckian.config import ConfigError, load
-
-DEFAULT_FILES = ["ec/ea/pbt.yml", "ec/wrap/mdp.yml"]
-
-
-def local_cpus(config: Mapping[str, Any]) -> float:
-    """CPUs a local Ray must offer so that every learner and its actors can start: on a small machine the
-    processes share its cores (Ray's CPU counts are reservations, not limits)."""
-    ec, sample = config["ec"], config["sample"]
-    learners = int(ec["learners"] or ec["population"])
-    needed = learners * (float(ec["learner_cpus"]) + int(sample["actors"]) * float(sample["num_cpus"]))
-    return max(float(os.cpu_count() or 1), needed)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = run_arguments("evolve.py", __doc__, argv)
-    try:
-        config = load(args.config or DEFAULT_FILES, args.modify, ranges=True)
-        if args.debug:
-            config["ray"]["local_mode"] = True
-        from lamarckian.ec import Evolution
-
-        root = Path(config["root"])
-        evolution = Evolution(config, root)  # checks the search space and the algorithm; writes nothing
-    except (ConfigError, ValueError, TypeError, KeyError) as error:
-        print(f"evolve.py: error: {error}", file=sys.stderr)
-        return 2
-
-    prepare_run(root, config, args.d, args.D, checkpoints="population")
-    if args.debug:
-        import torch
-
-        torch.autograd.set_detect_anomaly(True)
-    resumed = evolution.resume()
-    if resumed is not None:
-        print(f"resuming from {resumed} ({evolution.trained} rounds, {evolution.cost} env steps)", file=sys.stderr)
-    ray_config = dict(config["ray"])
-    if not ray_config.get("address") and not ray_config.get("num_cpus"):
-        ray_config["num_cpus"] = local_cpus(config)
-    start_ray(ray_config)
-    return run_job(evolution.run, evolution.save, evolution.close, "population checkpoint")
-
+from lamarckian.evolve import main
 
 if __name__ == "__main__":
     sys.exit(main())

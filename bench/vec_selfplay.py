@@ -8,7 +8,8 @@ Prints agent-steps/s of training (2 agents per env step) and two ratios:
     python bench/vec_selfplay.py                                       # auto: mjx on cuda where possible
     python bench/vec_selfplay.py --envs 16384 --iterations 10 --json $OUT/selfplay.json
 
-The opponent pool is filled to ``--pool`` snapshots first so that the batched opponent forward has its full width.
+The opponent pool is filled to ``--pool`` snapshots first (its capacity) so that the batched opponent forward has its
+full width throughout.
 """
 
 from __future__ import annotations
@@ -55,26 +56,21 @@ def main() -> None:
 
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"],
                   [f"mdp.vec.backend={backend}", f"mdp.vec.device={device}", f"mdp.vec.num_envs.cpu={envs}",
-                   f"mdp.vec.num_envs.cuda={envs}", f"mdp.vec.horizon={args.horizon}", "evaluator.progress=false"])
-    learner = VecLearner(config, None)
+                   f"mdp.vec.num_envs.cuda={envs}", f"mdp.vec.horizon={args.horizon}", "evaluator.progress=false",
+                   f"rl.opponent.pool.capacity={args.pool}"])   # snapshots added while timing replace old ones
+    learner = VecLearner(config)
     for _ in range(args.pool - 1):
         learner.pool.add(to_blob(learner.model), 0)
-    learner._stack_pool()
+    learner.stack_pool()
     for _ in range(2):                                   # compile, warm caches
         learner.step()
     wait(learner.task.physics.state)
     rollout_seconds = update_seconds = 0.0
     started = time.perf_counter()
     for _ in range(args.iterations):
-        begin = time.perf_counter()
-        segment, outcomes, returns = learner.rollout()
-        float(segment["rewards"][-1, 0])                 # waits for the device to finish the rollout
-        middle = time.perf_counter()
-        learner.ppo.update([segment], learner.version, learner.cost)
-        learner._record(outcomes.cpu().numpy(), returns.cpu().numpy())
-        learner.version += 1
-        rollout_seconds += middle - begin
-        update_seconds += time.perf_counter() - middle
+        stats = learner.step()                           # the training loop's step, as train.py runs it
+        rollout_seconds += stats["time/rollout"]
+        update_seconds += stats["time/update"]
     seconds = time.perf_counter() - started
     agent_steps = args.iterations * args.horizon * envs * learner.task.num_agents
     training = agent_steps / seconds

@@ -1,5 +1,5 @@
 """What the command-line programs (train.py, evolve.py, evaluate.py) share: one-line usage errors, the run
-arguments, the run directory and starting Ray."""
+arguments, process-wide settings, the run directory and starting Ray."""
 
 from __future__ import annotations
 
@@ -13,12 +13,40 @@ from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
+from .config import ConfigError
+from .extras import missing_dependency
+
+#: errors that mean the user asked for something that cannot be (a bad key, value, file, missing extra): exit 2
+USAGE_ERRORS = (ConfigError, ValueError, TypeError, KeyError, ImportError)
+
 
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose misuse message is one line (argparse prints the whole usage otherwise); exit 2."""
 
     def error(self, message: str) -> None:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def usage_error(prog: str, error: BaseException, culprit: str = "this configuration") -> int:
+    """Print ``error`` as one line (a missing optional package: which one and how to install it, ``culprit``
+    needing it) and return exit code 2; anything that is not a usage error is raised again."""
+    if not isinstance(error, USAGE_ERRORS):
+        raise error
+    if isinstance(error, ImportError):
+        message = missing_dependency(error, culprit)
+    else:
+        message = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def configure_process(config: Mapping[str, Any]) -> None:
+    """The process-wide settings of a run, set once by the entry point (never by a constructor): torch's CPU
+    threads (``train.threads``) and its random stream (``seed``)."""
+    import torch
+
+    torch.set_num_threads(max(1, int(config["train"]["threads"])))
+    torch.manual_seed(int(config["seed"]))
 
 
 def start_ray(ray_config: Mapping[str, Any]) -> bool:
@@ -63,14 +91,15 @@ def prepare_run(root: Path, config: dict[str, Any], delete_checkpoints: bool, de
     (root / "config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def run_job(run: Callable[[], Any], save: Callable[[], Any], close: Callable[[], None], saved: str) -> int:
-    """Run the job to its end: Ctrl-C saves it (``interrupted; <saved> saved``, exit code 130); the job and a Ray
-    this program started are always closed. The exit code."""
+def run_job(run: Callable[[], Any], save: Callable[[], Any] | None, close: Callable[[], None], saved: str) -> int:
+    """Run the job to its end: Ctrl-C saves it (``save``; None: ``run`` saves on its own, as the training loop
+    does) and exits with code 130; the job and a Ray this program started are always closed. The exit code."""
     try:
         run()
     except KeyboardInterrupt:
-        save()
-        print(f"interrupted; {saved} saved", file=sys.stderr)
+        if save is not None:
+            save()
+            print(f"interrupted; {saved} saved", file=sys.stderr)
         return 130
     finally:
         close()

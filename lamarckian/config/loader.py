@@ -17,9 +17,10 @@ import yaml
 from .errors import ConfigError
 from .expression import Expression, ExpressionError
 
-REPOSITORY = Path(__file__).resolve().parents[2]
-DEFAULTS = REPOSITORY / "lamarckian.yml"
-CONFIG_DIR = REPOSITORY / "config"
+PACKAGE = Path(__file__).resolve().parents[1]
+DEFAULTS = PACKAGE / "lamarckian.yml"      # every key's default (package data: a wheel carries it)
+CONFIG_DIR = PACKAGE / "configs"           # the bundled -c files (mdp/gym.yml, rl/ppo.yml, ec/ea/pbt.yml...)
+USER_CONFIG_DIR = Path("config")           # a project's own -c files, under the working directory
 EXPRESSION_TAG = "!expr"
 _REFERENCE = re.compile(r"\$\{([^}]+)\}")
 _MAX_EXTEND_DEPTH = 32
@@ -64,11 +65,13 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def resolve_file(name: str, base: Path | None = None) -> Path:
-    """A config path: against ``base`` (the extending file's folder) or the working directory, then ``config/``."""
+    """A config path: against ``base`` (the extending file's folder) or the working directory, then the working
+    directory's ``config/``, then the configs bundled with the package."""
     candidates = [Path(name).expanduser()]
     if base is not None and not Path(name).is_absolute():
         candidates.insert(0, base / name)
-    candidates.append(CONFIG_DIR / name)
+    if not Path(name).is_absolute():
+        candidates += [USER_CONFIG_DIR / name, CONFIG_DIR / name]
     for candidate in candidates:
         if candidate.is_file():
             return candidate.resolve()

@@ -1,7 +1,7 @@
-"""The key reference of ``lamarckian.yml`` as a Markdown table (for the README).
+"""The key reference of ``lamarckian.yml`` as a Markdown table (for docs/config.md).
 
     python -m lamarckian.config.reference              # print it
-    python -m lamarckian.config.reference README.md    # replace the table in README.md
+    python -m lamarckian.config.reference docs/config.md    # replace the table in docs/config.md
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def markdown(path: Path = DEFAULTS) -> str:
     return "\n".join(lines)
 
 
-def update_readme(path: Path) -> None:
+def update_table(path: Path) -> None:
     """Replace the key table (from its header row to the next blank line) in ``path``."""
     text = path.read_text()
     start = text.index("| key | default | meaning |")
@@ -61,6 +61,6 @@ if __name__ == "__main__":
     import sys
 
     if len(sys.argv) > 1:
-        update_readme(Path(sys.argv[1]))
+        update_table(Path(sys.argv[1]))
     else:
         print(markdown())

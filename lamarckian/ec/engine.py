@@ -114,7 +114,7 @@ class Evolution:
         arguments = (dict(self.config), self.spawned)
         self.spawned += 1
         if self.local:
-            return PopulationLearner(*arguments)
+            return PopulationLearner(*arguments, own_process=False)
         import ray
 
         cpus = float(self.config["ec"]["learner_cpus"])

@@ -1,7 +1,8 @@
 """NSGA-II over learners, steady state and asynchronous: every report is inserted into the population, which is
 cut back to ``size`` by non-dominated sorting and crowding distance; each free learner trains a child bred by
 binary tournament, SBX crossover and polynomial mutation of the hyper-parameters, starting from its first
-parent's weights (optionally perturbed)."""
+parent's weights (optionally perturbed). Sorting, crowding, selection and the operators are DEAP's
+(:mod:`.deap_tools`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ import numpy as np
 
 from .base import Algorithm
 from .individual import Individual
-from .operators import polynomial_mutation, sbx
-from .pareto import non_dominated_fronts, ranks_and_crowding, select_nsga2
+from .deap_tools import crossover, mutate, non_dominated_fronts, ranks_and_crowding, select_survivors
 from .space import SearchSpace
 
 
@@ -62,10 +62,10 @@ class NSGA2(Algorithm):
         genes = self.space.to_unit(first.hparams)
         operator = "mutation"
         if len(self.space) and first.id != second.id and self.random.random() < self.settings.crossover:
-            genes, _ = sbx(genes, self.space.to_unit(second.hparams), self.settings.eta_crossover, self.random)
+            genes, _ = crossover(genes, self.space.to_unit(second.hparams), self.settings.eta_crossover, self.random)
             operator = "sbx+mutation"
         probability = self.settings.mutation if self.settings.mutation is not None else 1.0 / max(1, len(self.space))
-        genes = polynomial_mutation(genes, self.settings.eta_mutation, probability, self.random)
+        genes = mutate(genes, self.settings.eta_mutation, probability, self.random)
         parents = [first.id] + ([second.id] if operator.startswith("sbx") else [])
         child = first.child(self.new_id(), operator, self.space.from_unit(genes), self.clock(), parents)
         child.weight_noise = self.settings.weight_noise
@@ -78,7 +78,7 @@ class NSGA2(Algorithm):
         individual.absorb(report, self.objective_names)
         self.population = [m for m in self.population if m.id != individual.id] + [individual]
         if len(self.population) > self.size:
-            survivors = select_nsga2(np.nan_to_num(self.objectives(), neginf=-1e300), self.size)
+            survivors = select_survivors(np.nan_to_num(self.objectives(), neginf=-1e300), self.size)
             self.population = [self.population[i] for i in sorted(survivors)]
 
     def retry(self, individual: Individual) -> None:

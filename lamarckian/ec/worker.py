@@ -18,10 +18,12 @@ import numpy as np
 import torch
 
 from .. import rpc
+from ..cli import configure_process
 from ..config import Expression
 from ..model import to_blob
 from ..rl import Learner
 from ..rl.evaluator import Evaluator
+from ..rl.loop import TrainingLoop
 from .space import with_values
 
 #: config sections the sampling actors are built from (besides ``mdp``): a change restarts them.
@@ -88,9 +90,12 @@ class PopulationLearner:
     Args:
         config: the run's base configuration (search ranges replaced by values).
         index: this learner's number (for records).
+        own_process: alone in its process: it sets the process-wide torch settings (see ``configure_process``).
     """
 
-    def __init__(self, config: Mapping[str, Any], index: int) -> None:
+    def __init__(self, config: Mapping[str, Any], index: int, *, own_process: bool = True) -> None:
+        if own_process:                      # a Ray actor (not an object of evolve.py's process: --debug)
+            configure_process(config)
         self.base = config
         self.index = index
         self.learner: Learner | None = None
@@ -105,14 +110,14 @@ class PopulationLearner:
             if not mdp_changed or learner.everyone is None:
                 return learner
             try:
-                learner._call_all(lambda: learner.everyone("set_mdp", config["mdp"]))
+                learner.call_all(lambda: learner.everyone("set_mdp", config["mdp"]))
                 return learner
             except rpc.RemoteError as error:  # other spaces (ValueError): the actors' networks no longer fit
                 if error.type_name != "builtins.ValueError":
                     raise
         if learner is not None:
             learner.close()
-        self.learner, self.fingerprint = Learner(config, None), fingerprint
+        self.learner, self.fingerprint = Learner(config), fingerprint
         return self.learner
 
     def train(self, task: Mapping[str, Any]) -> dict[str, Any]:
@@ -125,7 +130,7 @@ class PopulationLearner:
             learner.load_state_dict(owned(task["state"]))
             learner.version = version
             if "train.lr" in task["hparams"]:
-                learner.ppo._set_lr(float(task["hparams"]["train.lr"]))
+                learner.ppo.set_lr(float(task["hparams"]["train.lr"]))
         if task.get("weight_noise"):
             generator = torch.Generator().manual_seed(int(task["id"]))
             with torch.no_grad():
@@ -135,12 +140,11 @@ class PopulationLearner:
             learner.play_against(self._blobs(learner, task["opponents"]))
         learner.publish()
         started, cost, iterations = time.monotonic(), learner.cost, learner.iteration
-        learner.train(stop=RoundStopper(config["ec"]["train"]["stopper"], learner, task.get("scale", 1.0)))
+        TrainingLoop(learner).run(stop=RoundStopper(config["ec"]["train"]["stopper"], learner, task.get("scale", 1.0)))
         evaluator = Evaluator({"interval": 0.0, "episodes": int(config["sample"]["eval"]),
                                "opponent": config["evaluator"]["opponent"], "terminate": None})
-        summary = learner._call_all(lambda: evaluator.evaluate(learner.everyone)) if evaluator.episodes else {}
+        summary = learner.call_all(lambda: evaluator.evaluate(learner.everyone)) if evaluator.episodes else {}
         state = learner.state_dict()
-        state.pop("config")
         if "opponents" in task:
             state["pool"] = None  # population self-play: the pool is the population, not the individual's
         return {"id": task["id"], "state": state, "summary": summary,

@@ -5,14 +5,18 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .base import MDP, Controller
+from .plugin import is_plugin, load_plugin
 from .wrap import FrameSkip, IdleBonus, Statistics
 
 KINDS = ("pong", "coins", "gym", "pettingzoo")
 
 
 def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None) -> MDP:
-    """The MDP named by ``mdp.create`` (``pong``, ``gym`` or ``pettingzoo``), seeded with ``seed``."""
+    """The MDP named by ``mdp.create`` (``pong``, ``coins``, ``gym``, ``pettingzoo``, or ``module:ClassName``: your
+    own :class:`MDP` subclass, built as ``ClassName(**mdp.kwargs, seed=seed)``), seeded with ``seed``."""
     kind = mdp_config["create"]
+    if is_plugin(kind):
+        return load_plugin(kind, "mdp.create")(**dict(mdp_config.get("kwargs") or {}), seed=seed)
     if kind == "pong":
         from .pong import Pong, PongSettings
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import gymnasium
 import numpy as np
@@ -17,6 +18,15 @@ from .observation import ObservationBatcher
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "silu": nn.SiLU}
 BOUNDS = ("clip", "tanh")
+
+
+@contextlib.contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Torch's CPU random stream seeded with ``seed`` inside the block (a network initialized there is the same for
+    the same seed) and put back as it was afterwards: the process's own stream is the entry point's business."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        yield
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ..model import to_blob
-from ..record.checkpoint import PATTERN
+from ..record.checkpoint import PATTERN, checkpoint_folder, run_label
 
 from ..rl.actor import pairwise_scores
 from .elo import Elo, fit_elo
@@ -39,7 +39,7 @@ def load_entrants(folders: Sequence[Path], template: torch.nn.Module) -> list[En
         paths = sorted(p for p in folder.iterdir() if PATTERN.match(p.name))
         if not paths:
             raise ValueError(f"{folder}: no checkpoint-*.pt files")
-        label = folder.resolve().parent.name if folder.name == "checkpoints" else folder.name  # the run's name
+        label = run_label(folder)
         for path in paths:
             try:
                 state = torch.load(path, map_location="cpu", weights_only=True)
@@ -56,6 +56,7 @@ def load_entrants(folders: Sequence[Path], template: torch.nn.Module) -> list[En
 def pool_entrants(folder: Path) -> list[Entrant]:
     """The opponent-pool snapshots stored in the newest checkpoint of ``folder`` (a self-play run's), named
     ``<run>/pool-<id>`` with the iteration they were frozen at; ValueError with one line if there are none."""
+    folder = checkpoint_folder(folder.parent if folder.name == "snapshots" else folder, prefer="checkpoints")
     paths = sorted(p for p in folder.iterdir() if PATTERN.match(p.name)) if folder.is_dir() else []
     if not paths:
         raise ValueError(f"{folder}: no checkpoint-*.pt files")
@@ -63,7 +64,7 @@ def pool_entrants(folder: Path) -> list[Entrant]:
     snapshots = (state.get("pool") or {}).get("snapshots") or []
     if not snapshots:
         raise ValueError(f"{paths[-1]}: holds no opponent pool")
-    label = folder.resolve().parent.name if folder.name == "checkpoints" else folder.name
+    label = run_label(folder)
     return [Entrant(f"{label}/pool-{int(s['id'])}", s["blob"].numpy().copy(), int(s["iteration"]))
             for s in snapshots]
 

@@ -88,3 +88,77 @@ def plain(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+#: the checkpoint format this code writes (the key ``format``); files without the key are format 1
+CHECKPOINT_FORMAT = 2
+#: what format 2 adds at the top level, with the value a format-1 file gets
+_FORMAT_2_DEFAULTS: dict[str, Any] = {"training": {}, "evaluation": {}, "evaluations": [], "rng": None, "config": None}
+
+
+def upgrade_checkpoint(state: dict[str, Any], path: Path | str = "checkpoint") -> dict[str, Any]:
+    """A loaded checkpoint in today's format. Format 1 (before 2026-11-27: the learners' own dicts, no
+    ``format`` key) gets empty history, no RNG states, and ``trainer`` guessed from its keys; a newer format than
+    this code knows is an error naming ``path``."""
+    found = int(state.get("format", 1))
+    if found > CHECKPOINT_FORMAT:
+        raise ValueError(f"{path}: checkpoint format {found} is newer than this version of lamarckian reads "
+                         f"({CHECKPOINT_FORMAT}); upgrade lamarckian")
+    if found == CHECKPOINT_FORMAT:
+        return state
+    upgraded = {**_FORMAT_2_DEFAULTS, **state, "format": CHECKPOINT_FORMAT}
+    upgraded["trainer"] = "VecLearner" if "initial" in state else "Learner"
+    return upgraded
+
+
+def process_rng_state() -> dict[str, Any]:
+    """This process's random states (torch CPU and CUDA, numpy's global generator, ``random``) as tensors and
+    plain values (``weights_only`` loads them)."""
+    import random
+
+    kind, keys, position, has_gauss, gauss = np.random.get_state()
+    state: dict[str, Any] = {"torch": torch.get_rng_state(), "python": _plain_tuple(random.getstate()),
+                             "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)),
+                                       "position": int(position), "has_gauss": int(has_gauss), "gauss": float(gauss)}}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_process_rng(state: Mapping[str, Any]) -> None:
+    """Undo :func:`process_rng_state`."""
+    import random
+
+    torch.set_rng_state(state["torch"])
+    random.setstate(_tuple(state["python"]))
+    numpy = state["numpy"]
+    np.random.set_state((numpy["kind"], numpy["keys"].numpy().astype(np.uint32), numpy["position"],
+                         numpy["has_gauss"], numpy["gauss"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _plain_tuple(value: Any) -> Any:
+    return [_plain_tuple(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _tuple(value: Any) -> Any:
+    return tuple(_tuple(v) for v in value) if isinstance(value, list) else value
+
+
+def checkpoint_folder(path: Path, prefer: str = "snapshots") -> Path:
+    """The folder of ``checkpoint-*.pt`` files ``path`` means: itself when it holds such files, else its ``prefer``
+    subfolder (a run directory: ``snapshots/`` keeps every snapshot, ``checkpoints/`` the newest few and the
+    opponent pool), else the other one; ``path`` unchanged when none has files (the caller reports it)."""
+    path = Path(path)
+    other = "checkpoints" if prefer == "snapshots" else "snapshots"
+    for candidate in (path, path / prefer, path / other):
+        if Checkpoints(candidate).paths():
+            return candidate
+    return path
+
+
+def run_label(folder: Path) -> str:
+    """The name a folder of checkpoints goes by in tables: its run directory's name for ``checkpoints/`` and
+    ``snapshots/``, else its own."""
+    return folder.resolve().parent.name if folder.name in ("checkpoints", "snapshots") else folder.name

@@ -11,6 +11,7 @@ import torch
 from .. import rpc
 from ..mdp import MDP, Controller, create_mdp, wrap_controller
 from ..model import ActorCritic, ModelSettings, load_blob
+from ..model.network import seeded
 from ..model.stacked import StackedPolicies
 from .inference import BatchedInference, Policy, PopulationPolicy, Server
 from .segment import Lane, stack_lanes
@@ -53,12 +54,16 @@ class Actor:
         blob: initial learner weights (None keeps the network's initialization).
         version: the weights' version number.
         pool: ``(probabilities {id: p}, blobs {id: blob})`` of the opponent pool (see :meth:`set_pool`).
+        own_process: the actor is alone in its process (a Ray actor): it sets torch to one thread and seeds the
+            process's stream; False (``--debug``: an object in the learner's process) leaves both alone.
     """
 
     def __init__(self, config: Mapping[str, Any], index: int, blob: np.ndarray | None = None,
-                 version: int = 0, pool: tuple[Mapping[int, float], Mapping[int, np.ndarray]] | None = None) -> None:
-        torch.set_num_threads(1)
-        torch.manual_seed(actor_seed(config["seed"], index, 0))
+                 version: int = 0, pool: tuple[Mapping[int, float], Mapping[int, np.ndarray]] | None = None,
+                 *, own_process: bool = True) -> None:
+        if own_process:
+            torch.set_num_threads(1)
+            torch.manual_seed(actor_seed(config["seed"], index, 0))
         self.mdp_config = config["mdp"]
         self.envs = int(config["sample"]["envs"])
         self.truncation = int(config["sample"]["truncation"])
@@ -70,7 +75,8 @@ class Actor:
         self.mdps = [create_mdp(self.mdp_config, seed=actor_seed(config["seed"], index, slot + 2))
                      for slot in range(self.envs)]
         self.seats = len(self.mdps[0])
-        self.model = build_model(self.mdps[0], config["model"])
+        with seeded(actor_seed(config["seed"], index, 0)):      # its own stream, not the process's
+            self.model = build_model(self.mdps[0], config["model"])
         if blob is not None:
             load_blob(self.model, blob)
         self.version = version
@@ -94,6 +100,7 @@ class Actor:
         self.ready: asyncio.Future | None = None
         self.eval_mdps: list[MDP] = []
         self.eval_seed = actor_seed(config["seed"] + 7919, index, 0)
+        self.max_steps = int(config["evaluator"].get("max_steps") or 0)   # decisions per evaluation episode
 
     # ---- weights -------------------------------------------------------------------------------------------
     def set_weights(self, version: int, blob: np.ndarray) -> int:
@@ -199,14 +206,21 @@ class Actor:
             self.inference.unregister()
 
     async def _play(self, controller: Controller, server: Server, model: ActorCritic, tag: int = 0,
-                    inference: BatchedInference | None = None) -> None:
+                    inference: BatchedInference | None = None, max_steps: int = 0) -> bool:
+        """Act for one seat until the episode ends or, with ``max_steps`` > 0, that many decisions were made;
+        whether the cap ended it."""
         inference = inference or self.inference
         inference.register()
+        steps = 0
         try:
             while not controller.done:
+                if max_steps and steps >= max_steps:
+                    return True
                 observation = model.batcher.convert(controller.get_state())
                 action = (await inference.act(server, observation, tag))[0]
                 await controller(model.env_action(action))
+                steps += 1
+            return False
         finally:
             inference.unregister()
 
@@ -226,9 +240,16 @@ class Actor:
                 number, (seats, players) = queue.pop(0)
                 episode = mdp.reset(*seats)
                 controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
-                await asyncio.gather(*(self._play(c, server, self.model, tag, inference)
-                                       for c, (server, tag) in zip(controllers, players)), *episode.ticks)
-                results[number] = [c.get_result() for c in controllers]
+                ticks = [asyncio.ensure_future(tick) for tick in episode.ticks]
+                capped = await asyncio.gather(*(self._play(c, server, self.model, tag, inference, self.max_steps)
+                                                for c, (server, tag) in zip(controllers, players)))
+                if any(capped):                          # the environment would wait for actions forever
+                    for tick in ticks:
+                        tick.cancel()
+                    await asyncio.gather(*ticks, return_exceptions=True)
+                else:
+                    await asyncio.gather(*ticks)
+                results[number] = [{**c.get_result(), "capped": any(capped)} for c in controllers]
 
         async def run_all() -> None:
             await asyncio.gather(*(run(mdp) for mdp in self.eval_mdps))

@@ -18,6 +18,8 @@ def summarize(results: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     wins = [r["win"] for r in results if r.get("win") is not None]
     summary = {"episodes": float(len(results)), "fitness": float(np.mean([r["fitness"] for r in results])),
                "win": float(np.mean(wins)) if wins else math.nan}
+    if any(r.get("capped") for r in results):      # episodes ended by evaluator.max_steps, not by the game
+        summary["capped"] = float(np.mean([bool(r.get("capped")) for r in results]))
     names = sorted({name for r in results for name in (r.get("objectives") or {})})
     for name in names:
         values = [r["objectives"][name] for r in results if name in (r.get("objectives") or {})]
@@ -39,7 +41,9 @@ class Evaluator:
         source = settings.get("terminate")
         self.terminate = Expression(str(source)) if source not in (None, "") else None
         self.last = -math.inf
+        self.max_steps = int(settings.get("max_steps") or 0)   # decisions per evaluation episode (0: no cap)
         self.results: list[dict[str, Any]] = []  # the latest evaluation's episode results
+        self.history: list[dict[str, Any]] = []  # every evaluation of the run: time, cost, iteration, summary
         self.latest: dict[str, float] = {"episodes": 0.0, "fitness": math.nan, "win": math.nan}
 
     def due(self, now: float | None = None) -> bool:

@@ -1,7 +1,8 @@
 """The Learner: owns the network and PPO, runs the Actors, streams their segments, broadcasts new weights.
 
 Data flow per iteration: Gather segments until ``train.batch`` env steps → PPO update → ``All.broadcast``
-of the new weight blob (fire-and-check: the learner does not wait) → evaluation, records, checkpoint when due.
+of the new weight blob (fire-and-check: the learner does not wait). Evaluation, records and checkpoints are the
+run loop's (:mod:`.loop`).
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import contextlib
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import torch
@@ -19,35 +21,31 @@ import torch
 from .. import rpc
 from ..mdp import create_mdp
 from ..model import to_blob
-from ..record import Checkpoints, CsvLog, Progress, Scalars, format_number, plain
+from ..model.network import seeded
+from ..record import Progress
+from ..record.checkpoint import upgrade_checkpoint
 from .actor import Actor, build_model
 from .evaluator import Evaluator, summarize
+from .loop import Trainer
 from .pool import OpponentPool, PoolSettings
 from .ppo import PPO, PPOSettings
 
 log = logging.getLogger(__name__)
 
 
-class Learner:
-    """Trains one policy with a fleet of ``sample.actors`` Ray actors.
+class Learner(Trainer):
+    """Trains one policy with a fleet of ``sample.actors`` Ray actors (run it with :class:`.loop.TrainingLoop`).
 
     Args:
         config: the resolved configuration.
-        run: the run directory (checkpoints, TensorBoard, resolved config); None keeps nothing on disk.
     """
 
-    def __init__(self, config: Mapping[str, Any], run: Path | None = None) -> None:
+    def __init__(self, config: Mapping[str, Any]) -> None:
         self.configure(config)
         self.version = 0
         self.training: dict[str, float] = {}
         self.dropped = self.replaced = 0
-        self.run = run
-        checkpoint = config["evaluator"]["checkpoint"]
-        self.checkpoints = Checkpoints(run / "checkpoints", checkpoint["keep"]) if run is not None else None
-        self.checkpoint_interval = float(checkpoint["interval"])
-        self.scalars = Scalars(None)
-        self.progress = Progress(False)
-        self.evaluations = CsvLog(run / "evaluations.csv") if run is not None else None
+        self.progress = Progress(False)   # replacement notices (the loop's display is on stderr too)
         self.actors: list[Any] = []
         self.everyone: rpc.All | None = None
         self.gather: rpc.Gather | None = None
@@ -59,11 +57,10 @@ class Learner:
         ``config``; counters restart at 0. Running actors are kept: the caller sends them the new weights.
         (evolve.py's learners call this for each individual they train.)"""
         self.config = config
-        torch.manual_seed(config["seed"])
-        torch.set_num_threads(max(1, int(config["train"]["threads"])))
         probe = create_mdp(config["mdp"], seed=config["seed"])
         self.seats = len(probe)
-        self.model = build_model(probe, config["model"])
+        with seeded(config["seed"]):
+            self.model = build_model(probe, config["model"])
         probe.close()
         self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
         self.batch_steps = int(config["train"]["batch"])
@@ -75,33 +72,18 @@ class Learner:
 
     # ---- state ---------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume: weights (normalizers included), optimizer, counters, config."""
-        return {"model": self.model.state_dict(), "optimizer": self.ppo.optimizer.state_dict(), "lr": self.ppo.lr,
+        """Weights (normalizers included), optimizer and lr, the opponent pool, counters."""
+        return {"model": self.model.state_dict(), **self.ppo.state_dict(),
                 "pool": self.pool.state_dict() if self.pool is not None else None, "version": self.version,
-                "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed,
-                "evaluation": dict(self.evaluator.latest), "config": plain(self.config)}
+                "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
-        self.ppo.optimizer.load_state_dict(state["optimizer"])
-        self.ppo._set_lr(float(state["lr"]))
+        self.ppo.load_state_dict(state)
         if self.pool is not None and state.get("pool") is not None:
             self.pool.load_state_dict(state["pool"])
         self.version, self.iteration, self.cost = int(state["version"]), int(state["iteration"]), int(state["cost"])
         self.elapsed = float(state["elapsed"])
-        self.evaluator.latest = {k: float(v) for k, v in state["evaluation"].items()}
-
-    def resume(self) -> Path | None:
-        """Load the newest good checkpoint of the run directory, if any."""
-        found = self.checkpoints.load_newest() if self.checkpoints is not None else None
-        if found is None:
-            return None
-        path, state = found
-        self.load_state_dict(state)
-        return path
-
-    def save(self) -> Path | None:
-        return self.checkpoints.save(self.iteration, self.state_dict()) if self.checkpoints is not None else None
 
     # ---- actors --------------------------------------------------------------------------------------------
     def _spawn(self) -> Any:
@@ -113,7 +95,7 @@ class Learner:
         arguments = (dict(self.config), self.spawned, to_blob(self.model), self.version, pool)
         self.spawned += 1
         if self.local:
-            return Actor(*arguments)
+            return Actor(*arguments, own_process=False)
         import ray
 
         return ray.remote(num_cpus=self.config["sample"]["num_cpus"], max_restarts=0)(Actor).remote(*arguments)
@@ -133,10 +115,10 @@ class Learner:
             return
         self.version += self.ppo.settings.max_staleness + 1
         blob = to_blob(self.model)
-        self._call_all(lambda: self.everyone("set_weights", self.version, blob))
+        self.call_all(lambda: self.everyone("set_weights", self.version, blob))
         if self.pool is not None:
             blobs = {i: s.blob for i, s in self.pool.snapshots.items()}
-            self._call_all(lambda: self.everyone("set_pool", self.pool.probabilities(), blobs))
+            self.call_all(lambda: self.everyone("set_pool", self.pool.probabilities(), blobs))
 
     def play_against(self, members: Mapping[int, np.ndarray]) -> None:
         """Self-play against a population: the opponent pool becomes exactly ``members`` (id → weight blob), drawn
@@ -158,7 +140,7 @@ class Learner:
         self.replaced += 1
         self.progress.print(f"actor died ({error.actor}); replaced it ({self.replaced} so far)")
 
-    def _call_all(self, action: Any) -> Any:
+    def call_all(self, action: Any) -> Any:
         """Run ``action()`` (an All call or broadcast), replacing actors that die, until it succeeds."""
         while True:
             try:
@@ -183,8 +165,7 @@ class Learner:
         for actor in self.actors:
             self._kill(actor)
         self.actors = []
-        self.scalars.close()
-        self.progress.close()
+        self.everyone = self.gather = None
 
     # ---- training ------------------------------------------------------------------------------------------
     def _collect(self) -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
@@ -216,7 +197,7 @@ class Learner:
         self.iteration += 1
         self.cost += steps
         blob = to_blob(self.model)
-        self._call_all(lambda: self.everyone.broadcast("set_weights", self.version, blob))
+        self.call_all(lambda: self.everyone.broadcast("set_weights", self.version, blob))
         if self.pool is not None:
             self._update_pool(results, blob)
         training = summarize(results)
@@ -230,8 +211,6 @@ class Learner:
                       "fps/learning": stats.get("samples", 0.0) / max(1e-9, updated - collected),
                       "fps/overall": steps / max(1e-9, updated - started), "dropped": float(self.dropped),
                       "replaced": float(self.replaced)})
-        pool_scalars = self.pool.statistics() if self.pool is not None else {}
-        self.scalars.write(self.cost, {**{f"train/{k}": v for k, v in self.training.items()}, **stats, **pool_scalars})
         return stats
 
     # ---- self-play -----------------------------------------------------------------------------------------
@@ -240,7 +219,8 @@ class Learner:
         pool = OpponentPool(PoolSettings.from_mapping(settings))
         blob = to_blob(self.model)
         if settings.get("initial"):
-            state = torch.load(Path(settings["initial"]).expanduser(), map_location="cpu", weights_only=True)
+            path = Path(settings["initial"]).expanduser()
+            state = upgrade_checkpoint(torch.load(path, map_location="cpu", weights_only=True), path)
             opponent = copy.deepcopy(self.model)
             opponent.load_state_dict(state["model"])
             blob = to_blob(opponent)
@@ -261,66 +241,41 @@ class Learner:
             snapshot = self.pool.add(blob, self.iteration)
             added[snapshot.id] = snapshot.blob
         probabilities = self.pool.probabilities()
-        self._call_all(lambda: self.everyone.broadcast("set_pool", probabilities, added))
+        self.call_all(lambda: self.everyone.broadcast("set_pool", probabilities, added))
 
-    def train(self, stop: Callable[["Learner"], bool] | None = None) -> dict[str, float]:
-        """Run until ``stop(self)`` holds (default: ``evaluator.terminate``); the last evaluation's summary."""
-        settings = self.config["evaluator"]
-        if self.run is not None and settings["tensorboard"]:
-            self.scalars = Scalars(self.run / "tensorboard")
-        self.progress = Progress(settings["progress"])
+    # ---- the run loop's view ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Actors started (if not yet) and streaming segments while the loop runs."""
         if self.gather is None:
             self.start_actors()
-        clock = time.monotonic() - self.elapsed
-        last_save = time.monotonic()
-        self.progress.print(f"training: {len(self.actors)} actors × {self.config['sample']['envs']} environments, "
-                            f"run directory {self.run}")
         with self.gather.gathering("sample"):
-            while True:
-                stats = self.step()
-                self.elapsed = time.monotonic() - clock
-                self._show(stats)
-                if self.evaluator.due():
-                    summary = self._call_all(lambda: self.evaluator.evaluate(self.everyone))
-                    self.scalars.write(self.cost, {f"eval/{k}": v for k, v in summary.items()})
-                    if self.evaluations is not None:
-                        self.evaluations.write({"time": round(self.elapsed, 3), "cost": self.cost,
-                                                "iteration": self.iteration, **summary})
-                    self.progress.print(self._evaluation_line(summary))
-                if stop is None:
-                    done = self.evaluator.should_stop(self.cost, self.iteration, self.elapsed, self.training)
-                else:
-                    done = stop(self)
-                if done or time.monotonic() - last_save >= self.checkpoint_interval:
-                    self.save()
-                    last_save = time.monotonic()
-                if done:
-                    break
-        self.scalars.flush()
-        rule = self.evaluator.terminate.source if stop is None and self.evaluator.terminate else "the stopper"
-        self.progress.print(f"done: {rule} holds "
-                            f"after {self.iteration} iterations, {format_number(self.cost)} env steps, "
-                            f"{self.elapsed:.0f}s")
-        return self.evaluator.latest
+            yield
 
-    def _evaluation_line(self, summary: Mapping[str, float]) -> str:
+    def opening_line(self) -> str:
+        return f"training: {int(self.config['sample']['actors'])} actors × {self.config['sample']['envs']} environments"
+
+    def evaluate(self) -> dict[str, float]:
+        """``evaluator.episodes`` deterministic episodes split over the actors against ``evaluator.opponent``."""
+        if self.evaluator.episodes <= 0:
+            return {}
+        return self.call_all(lambda: self.evaluator.evaluate(self.everyone))
+
+    def scalars(self, stats: Mapping[str, float]) -> dict[str, float]:
+        pool = self.pool.statistics() if self.pool is not None else {}
+        return {**super().scalars(stats), **pool}
+
+    def evaluation_line(self, summary: Mapping[str, float]) -> str:
         win = summary.get("win", math.nan)
-        parts = [f"eval @ {format_number(self.cost)} steps, {self.elapsed:.0f}s:",
-                 f"fitness {summary['fitness']:.3g} over {summary['episodes']:.0f} episodes"]
-        if not math.isnan(win):
-            parts.append(f"win rate {win:.0%} vs {self.evaluator.opponent}")
-        return " ".join(parts)
+        line = super().evaluation_line(summary)
+        return line if math.isnan(win) else f"{line}, win rate {win:.0%} vs {self.evaluator.opponent}"
 
-    def _show(self, stats: Mapping[str, float]) -> None:
-        fields = {"iter": str(self.iteration), "steps": format_number(self.cost),
-                  "sps": format_number(stats.get("fps/overall", 0.0)),
-                  "return": f"{self.training.get('return', math.nan):.3g}",
-                  "kl": f"{stats.get('kl', math.nan):.3g}", "lr": f"{self.ppo.lr:.2g}",
-                  "stale": f"{stats.get('staleness', 0.0):.2f}", "time": f"{self.elapsed:.0f}s"}
+    def status(self, stats: Mapping[str, float]) -> dict[str, str]:
+        fields = {"return": f"{self.training.get('return', math.nan):.3g}", "kl": f"{stats.get('kl', math.nan):.3g}",
+                  "lr": f"{self.ppo.lr:.2g}", "stale": f"{stats.get('staleness', 0.0):.2f}"}
         latest = self.evaluator.latest
         if latest.get("episodes"):
             fields["eval"] = f"{latest['fitness']:.3g}"
             if not math.isnan(latest.get("win", math.nan)):
                 fields["win"] = f"{latest['win']:.0%}"
-        self.progress.update(fields)
-
+        return fields

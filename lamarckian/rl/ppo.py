@@ -129,10 +129,22 @@ class PPO:
         self.lr = settings.lr
         self.generator = torch.Generator().manual_seed(seed)
 
-    def _set_lr(self, lr: float) -> None:
+    def set_lr(self, lr: float) -> None:
+        """The learning rate from now on (a schedule may change it at the next update)."""
         self.lr = lr
         for group in self.optimizer.param_groups:
             group["lr"] = lr
+
+    def state_dict(self) -> dict[str, Any]:
+        """Optimizer moments, the lr where the schedule stands, the minibatch shuffling generator."""
+        return {"optimizer": self.optimizer.state_dict(), "lr": self.lr, "ppo_generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Undo :meth:`state_dict` (a checkpoint of format 1 has no generator: it keeps its own)."""
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.set_lr(float(state["lr"]))
+        if state.get("ppo_generator") is not None:
+            self.generator.set_state(state["ppo_generator"])
 
     def prepare(self, segments: list[Mapping[str, Any]], version: int) -> dict[str, torch.Tensor]:
         """Flat batch ``(N, ...)`` with advantages and targets computed by the current network, on its device.
@@ -178,7 +190,7 @@ class PPO:
         """One PPO update over the segments; ``cost`` (env steps so far) drives the linear lr schedule."""
         settings = self.settings
         if settings.lr_schedule == "linear":
-            self._set_lr(settings.lr * max(0.0, 1.0 - cost / settings.lr_horizon))
+            self.set_lr(settings.lr * max(0.0, 1.0 - cost / settings.lr_horizon))
         batch = self.prepare(segments, version)
         staleness = batch.pop("staleness")
         explained = batch.pop("explained_variance")
@@ -204,9 +216,9 @@ class PPO:
         if settings.lr_schedule == "adaptive":
             kl = result.get("kl", 0.0)
             if kl > 2.0 * settings.kl_target:
-                self._set_lr(max(1e-6, self.lr / 1.5))
+                self.set_lr(max(1e-6, self.lr / 1.5))
             elif kl < 0.5 * settings.kl_target:
-                self._set_lr(min(1e-2, self.lr * 1.5))
+                self.set_lr(min(1e-2, self.lr * 1.5))
         result["lr"] = self.lr
         if not self.model.discrete:
             result["policy/std"] = float(self.model.log_std.detach().exp().mean())

@@ -11,17 +11,15 @@ the periodic deterministic evaluation (:mod:`.vec_evaluation`): ``evaluator.epis
 against the initial policy and against the newest pool snapshot, both seats, on spawns that every evaluation
 replays. ``self.win`` in ``evaluator.terminate`` is the score of those games against the initial policy.
 
-A run directory holds ``checkpoints/`` (the newest few, everything to resume), ``snapshots/`` (the weights every
-``evaluator.checkpoint.interval``, all kept, for ``evaluate.py`` to rate a whole run), ``evaluations.csv`` and
-``tensorboard/``.
+It runs in the one run loop (:mod:`.loop`) like the actor-fleet learner: the same checkpoints, snapshots,
+evaluation cadence and status line.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import gymnasium
 import numpy as np
@@ -29,9 +27,10 @@ import torch
 
 from ..mdp.vec import VecTask, create_vec_task
 from ..model import ActorCritic, ModelSettings, to_blob
+from ..model.network import seeded
 from ..model.stacked import StackedPolicies
-from ..record import Checkpoints, CsvLog, Progress, Scalars, format_number, plain
 from .evaluator import Evaluator
+from .loop import Trainer
 from .pool import OpponentPool, PoolSettings
 from .ppo import PPO, PPOSettings
 from .vec_evaluation import VecEvaluation, evaluation_line
@@ -39,7 +38,6 @@ from .window import ScoreWindow
 
 WINDOW = 500                          # games the running (training) scores are taken over
 OPPONENTS = ("initial", "newest")     # the deterministic evaluation's opponents: initial policy, newest snapshot
-SNAPSHOTS_KEPT = 10**6                # snapshots/ keeps every file
 
 
 def vec_model(task: VecTask, settings: Mapping[str, Any]) -> ActorCritic:
@@ -49,23 +47,21 @@ def vec_model(task: VecTask, settings: Mapping[str, Any]) -> ActorCritic:
     return ActorCritic(*spaces, ModelSettings.from_mapping(settings)).to(task.device)
 
 
-class VecLearner:
-    """Trains agent 0 of a :class:`VecTask` against snapshots of itself.
+class VecLearner(Trainer):
+    """Trains agent 0 of a :class:`VecTask` against snapshots of itself (run it with :class:`.loop.TrainingLoop`).
 
     Args:
         config: the resolved configuration (``mdp.create: vec``).
-        run: the run directory (None: nothing on disk).
     """
 
-    def __init__(self, config: Mapping[str, Any], run: Path | None = None) -> None:
+    def __init__(self, config: Mapping[str, Any]) -> None:
         self.config = config
         vec = config["mdp"]["vec"]
-        torch.manual_seed(config["seed"])
-        torch.set_num_threads(max(1, int(config["train"]["threads"])))
         self.task: VecTask = create_vec_task(vec, seed=config["seed"])
         task = self.task
         self.device = task.device
-        self.model = vec_model(task, config["model"])
+        with seeded(config["seed"]):
+            self.model = vec_model(task, config["model"])
         self.ppo = PPO(self.model, PPOSettings.from_config(config, self.device.type), seed=config["seed"])
         self.horizon = int(vec["horizon"])
         self.initial_blob = to_blob(self.model)
@@ -84,13 +80,8 @@ class VecLearner:
         self.training: dict[str, float] = {}
         self.recent_scores = ScoreWindow(WINDOW)      # all training games (stochastic actions)
         self.initial_scores = ScoreWindow(WINDOW)     # training games of the initial lanes
-        self.run = run
-        keep = config["evaluator"]["checkpoint"]["keep"]
-        self.checkpoints = Checkpoints(run / "checkpoints", keep) if run is not None else None
-        self.snapshots = Checkpoints(run / "snapshots", SNAPSHOTS_KEPT) if run is not None else None
-        self.evaluations = CsvLog(run / "evaluations.csv") if run is not None else None
         self.observations: torch.Tensor | None = None
-        self._stack_pool()
+        self.stack_pool()
 
     def _evaluation(self, vec: Mapping[str, Any], config: Mapping[str, Any]) -> VecEvaluation | None:
         """The deterministic evaluation (None: ``evaluator.episodes`` is 0, or the task lives in an Isaac Gym
@@ -101,7 +92,7 @@ class VecLearner:
         return VecEvaluation(vec, games, OPPONENTS, seed=int(config["seed"]) + 1)
 
     # ---- opponents ------------------------------------------------------------------------------------------
-    def _stack_pool(self) -> None:
+    def stack_pool(self) -> None:
         """Stack the pool's snapshots and, last, the initial policy (the fixed opponent of the first
         ``initial_envs`` environments). Games in progress keep their opponent if it is still in the pool; the
         others (and every environment at the start) draw one."""
@@ -182,7 +173,7 @@ class VecLearner:
         segment["version"] = self.version
         return segment, outcomes, returns
 
-    def _record(self, outcomes: np.ndarray, returns: np.ndarray) -> None:
+    def record(self, outcomes: np.ndarray, returns: np.ndarray) -> None:
         """Fold one rollout's game counts (host copies) into the pool, the running scores and the training summary.
         The games of a rollout have no order among them: each statistic takes them as one batch of counts."""
         self.pool.record_counts({snapshot_id: outcomes[row] for row, snapshot_id in enumerate(self.pool_ids)})
@@ -197,20 +188,24 @@ class VecLearner:
                 self.training["length"] = float(returns[2] / returns[1])
 
     def step(self) -> dict[str, float]:
-        """One rollout and one PPO update; pool bookkeeping (record games, maybe freeze a snapshot)."""
+        """One rollout and one PPO update; pool bookkeeping (record games, maybe freeze a snapshot). Statistics
+        include ``time/rollout`` and ``time/update`` (s; the rollout's end waits for the device)."""
         started = time.monotonic()
         if self.anneal:
             self.task.dense_scale = max(0.0, 1.0 - self.cost / float(self.anneal))
         segment, outcomes, returns = self.rollout()
-        stats = self.ppo.update([segment], self.version, self.cost)   # reads its statistics: the one host sync
-        self._record(outcomes.cpu().numpy(), returns.cpu().numpy())
+        returns = returns.cpu().numpy()                              # waits for the rollout on the device
+        rolled = time.monotonic()
+        stats = self.ppo.update([segment], self.version, self.cost)   # reads its statistics: a host sync
+        stats.update({"time/rollout": rolled - started, "time/update": time.monotonic() - rolled})
+        self.record(outcomes.cpu().numpy(), returns)
         self.version += 1
         self.iteration += 1
         steps = self.horizon * self.task.num_envs
         self.cost += steps
         if self.pool.should_add(self.iteration):
             self.pool.add(to_blob(self.model), self.iteration, cost=self.cost, elapsed=self.elapsed)
-            self._stack_pool()
+            self.stack_pool()
         stats["fps/overall"] = steps * self.task.num_agents / max(1e-9, time.monotonic() - started)
         return stats
 
@@ -224,7 +219,6 @@ class VecLearner:
         etc. for ``evaluator.terminate``; ``{}`` when the run has none."""
         if self.evaluation is None:
             return {}
-        self.evaluator.last = time.monotonic()
         newest = self.pool.snapshots[next(reversed(self.pool.snapshots))].blob
         summary = self.evaluation.evaluate(self.model, [self.initial_blob, newest])
         score = summary["initial/score"]
@@ -232,101 +226,38 @@ class VecLearner:
                                  "win_newest": summary["newest/score"]}
         return summary
 
-    def train(self, stop: Callable[["VecLearner"], bool] | None = None) -> dict[str, float]:
-        """Run until ``stop(self)`` (default: ``evaluator.terminate``, where ``self.win``/``self.fitness`` are the
-        deterministic score against the initial policy). A status line every ``evaluator.interval`` seconds with an
-        evaluation, a checkpoint and a snapshot every ``evaluator.checkpoint.interval`` seconds; all three at the
-        end. The latest evaluation's summary."""
-        settings = self.config["evaluator"]
-        scalars = Scalars(self.run / "tensorboard" if self.run is not None and settings["tensorboard"] else None)
-        progress = Progress(settings["progress"])
-        clock = time.monotonic() - self.elapsed
+    # ---- the run loop's view ------------------------------------------------------------------------------
+    def opening_line(self) -> str:
         task = self.task
-        progress.print(f"training: {task.num_envs} × {type(task).__name__} ({task.num_agents} agents) on "
-                       f"{self.device}, horizon {self.horizon}, run directory {self.run}")
-        checkpoint_interval = float(settings["checkpoint"]["interval"])
-        last_checkpoint = time.monotonic()
-        if self.snapshots is not None and not self.snapshots.paths():
-            self._snapshot()                              # the initial policy opens the run's rating curve
-        try:
-            while True:
-                stats = self.step()
-                self.elapsed = time.monotonic() - clock
-                against = self.win_rate_against_initial()
-                scalars.write(self.cost, {**{f"train/{k}": v for k, v in self.training.items()}, **stats,
-                                          **self.pool.statistics(), "train/win_initial": against,
-                                          "reward/dense_scale": getattr(task, "dense_scale", 1.0)})
-                fields = {"iter": str(self.iteration), "steps": format_number(self.cost),
-                          "agent-steps/s": format_number(stats["fps/overall"]),
-                          "train win": f"{self.training.get('win', math.nan):.2f}",
-                          "train vs initial": f"{against:.2f}", "pool": str(len(self.pool)),
-                          "time": f"{self.elapsed:.0f}s"}
-                if "initial/score" in self.evaluator.latest:
-                    fields["eval vs initial"] = f"{self.evaluator.latest['initial/score']:.2f}"
-                progress.update(fields)
-                done = stop(self) if stop is not None else self.evaluator.should_stop(
-                    self.cost, self.iteration, self.elapsed, self.training)
-                if done or self.evaluator.due():
-                    self._evaluate_and_record(scalars, progress, fields)
-                    done = done or (stop is None and self.evaluator.should_stop(
-                        self.cost, self.iteration, self.elapsed, self.training))
-                if time.monotonic() - last_checkpoint >= checkpoint_interval:
-                    self.save()
-                    last_checkpoint = time.monotonic()
-                if done:
-                    break
-        finally:
-            scalars.close()
-            progress.close()
-        self.save()
-        latest = self.evaluator.latest
-        result = f"; {evaluation_line(latest, OPPONENTS)} (deterministic)" if "initial/score" in latest else ""
-        progress.print(f"done after {self.iteration} iterations, {format_number(self.cost)} env steps, "
-                       f"{self.elapsed:.0f}s{result}")
-        return latest
+        return (f"training: {task.num_envs} × {type(task).__name__} ({task.num_agents} agents) on {self.device}, "
+                f"horizon {self.horizon}")
 
-    def _evaluate_and_record(self, scalars: Scalars, progress: Progress, fields: Mapping[str, str]) -> None:
-        """Evaluate; TensorBoard ``eval/*``, a row of ``evaluations.csv``, the status line printed with it."""
-        summary = self.evaluate()
-        line = " | ".join(f"{k} {v}" for k, v in fields.items() if k != "eval vs initial")
-        if not summary:
-            progress.print(line)
-            return
-        scalars.write(self.cost, {f"eval/{k}": v for k, v in summary.items()})
-        if self.evaluations is not None:
-            self.evaluations.write({"time": round(self.elapsed, 3), "cost": self.cost, "iteration": self.iteration,
-                                    **summary})
-        progress.print(f"{line} | eval {evaluation_line(summary, OPPONENTS)}")
+    def scalars(self, stats: Mapping[str, float]) -> dict[str, float]:
+        return {**super().scalars(stats), **self.pool.statistics(), "train/win_initial": self.win_rate_against_initial(),
+                "reward/dense_scale": getattr(self.task, "dense_scale", 1.0)}
 
-    # ---- checkpoints ------------------------------------------------------------------------------------------
-    def save(self) -> Path | None:
-        """A checkpoint (everything to resume: weights, optimizer, counters, pool, initial policy, running scores,
-        latest evaluation, config) and a snapshot of the weights (``snapshots/``, kept for rating)."""
-        if self.checkpoints is None:
-            return None
-        self._snapshot()
-        return self.checkpoints.save(self.iteration, {
-            "model": self.model.state_dict(), "optimizer": self.ppo.optimizer.state_dict(), "lr": self.ppo.lr,
-            **self._counters(), "pool": self.pool.state_dict(), "initial": torch.from_numpy(self.initial_blob.copy()),
-            "scores": {"recent": self.recent_scores.state(), "initial": self.initial_scores.state()},
-            "evaluation": dict(self.evaluator.latest), "config": plain(self.config)})
+    def status(self, stats: Mapping[str, float]) -> dict[str, str]:
+        fields = {"train win": f"{self.training.get('win', math.nan):.2f}",
+                  "train vs initial": f"{self.win_rate_against_initial():.2f}", "pool": str(len(self.pool))}
+        if "initial/score" in self.evaluator.latest:
+            fields["eval vs initial"] = f"{self.evaluator.latest['initial/score']:.2f}"
+        return fields
 
-    def _counters(self) -> dict[str, float]:
-        return {"iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed}
+    def evaluation_line(self, summary: Mapping[str, float]) -> str:
+        return f"{evaluation_line(summary, OPPONENTS)} (deterministic)" if "initial/score" in summary else ""
 
-    def _snapshot(self) -> None:
-        """The weights and counters into ``snapshots/`` (a file ``evaluate.py --checkpoints`` reads)."""
-        self.snapshots.save(self.iteration, {"model": self.model.state_dict(), **self._counters()})
+    # ---- state ------------------------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Weights, optimizer, counters, the pool, the initial policy, the running scores, the device generator."""
+        return {"model": self.model.state_dict(), **self.ppo.state_dict(), "iteration": self.iteration,
+                "cost": self.cost, "elapsed": self.elapsed, "pool": self.pool.state_dict(),
+                "initial": torch.from_numpy(self.initial_blob.copy()),
+                "scores": {"recent": self.recent_scores.state(), "initial": self.initial_scores.state()},
+                "generator": self.generator.get_state()}
 
-    def resume(self) -> Path | None:
-        """Load the newest good checkpoint of the run directory, if any."""
-        found = self.checkpoints.load_newest() if self.checkpoints is not None else None
-        if found is None:
-            return None
-        path, state = found
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
-        self.ppo.optimizer.load_state_dict(state["optimizer"])
-        self.ppo._set_lr(float(state["lr"]))
+        self.ppo.load_state_dict(state)
         self.iteration, self.cost, self.elapsed = int(state["iteration"]), int(state["cost"]), float(state["elapsed"])
         self.version = self.iteration
         self.pool.load_state_dict(state["pool"])
@@ -334,9 +265,9 @@ class VecLearner:
         scores = state.get("scores") or {}
         self.recent_scores.load(scores.get("recent", []))
         self.initial_scores.load(scores.get("initial", []))
-        self.evaluator.latest = {k: float(v) for k, v in (state.get("evaluation") or self.evaluator.latest).items()}
-        self._stack_pool()
-        return path
+        self.stack_pool()                         # games restart: every environment draws its opponent anew
+        if state.get("generator") is not None:    # then the device stream goes on where it was saved
+            self.generator.set_state(state["generator"])
 
     def close(self) -> None:
         self.task.close()

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import collections
-import contextlib
 import time
 from typing import Any as Value, Iterable, Iterator, Sequence
 
@@ -275,15 +274,16 @@ class Gather:
         self.last_index: int | None = None
         self._call: list[Value] | None = None
 
-    def gathering(self, name: str | None, *args: Value, **kwargs: Value) -> contextlib.AbstractContextManager:
+    def gathering(self, name: str | None, *args: Value, **kwargs: Value) -> "_Stopper":
         """Start (or, with None, stop) every actor's loop of ``name(*args, **kwargs)``. The loops run
-        from this call on; the returned context manager stops them on exit (``with gather.gathering(...)``)."""
+        from this call on; the returned object stops them on ``close()`` or at the end of a ``with`` block
+        (``with gather.gathering(...)``; the seed's ``contextlib.closing(gather.gathering(...))`` works too)."""
         self._stop()
         if name is not None:
             self._call = [name, list(args), kwargs]
             for connection in self.link.connections:
                 self._start(connection)
-        return contextlib.closing(_Stopper(self))
+        return _Stopper(self)
 
     def _start(self, connection: Connection) -> None:
         generation = self.link.next_id()
@@ -356,8 +356,16 @@ class Gather:
 
 
 class _Stopper:
+    """Stops a :class:`Gather`'s loops on ``close()`` or when its ``with`` block ends."""
+
     def __init__(self, gather: Gather) -> None:
         self.gather = gather
 
     def close(self) -> None:
         self.gather.gathering(None)
+
+    def __enter__(self) -> "_Stopper":
+        return self
+
+    def __exit__(self, *exc_info: Value) -> None:
+        self.close()

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from lamarckian.config import ConfigError, load
-from lamarckian.config.loader import DEFAULTS, read_yaml
+from lamarckian.config.loader import CONFIG_DIR, DEFAULTS, read_yaml
+
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def write(path: Path, text: str) -> str:
@@ -104,7 +106,7 @@ def test_ranges_only_when_allowed():
 
 
 def test_every_shipped_config_file_loads():
-    folder = DEFAULTS.parent / "config"
+    folder = CONFIG_DIR
     files = sorted(folder.rglob("*.yml"))
     assert len(files) >= 6
     for path in files:
@@ -112,17 +114,17 @@ def test_every_shipped_config_file_loads():
     assert read_yaml(DEFAULTS)["evaluator"]["terminate"]  # the default job stops by itself
 
 
-def test_readme_lists_every_key():
+def test_docs_list_every_key():
     from lamarckian.config.reference import entries, markdown
 
-    readme = (DEFAULTS.parent / "README.md").read_text()
-    assert markdown() in readme, "README's key table is stale: run `python -m lamarckian.config.reference README.md`"
+    reference = (REPOSITORY / "docs" / "config.md").read_text()
+    assert markdown() in reference, "the key table is stale: run `python -m lamarckian.config.reference docs/config.md`"
     assert len(entries()) > 80
 
 
 def test_ci_runs_the_readme_test_command():
-    readme = (DEFAULTS.parent / "README.md").read_text()
-    command = (DEFAULTS.parent / ".ci" / "run").read_text().strip().splitlines()[-1]
+    readme = (REPOSITORY / "README.md").read_text()
+    command = (REPOSITORY / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert command in readme and "pytest" in command
 
 

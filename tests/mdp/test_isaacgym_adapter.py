@@ -1,4 +1,4 @@
-"""The isaacgym backend against a stand-in task process: ``isaacgym_server.py --standin`` speaks the same protocol
+"""The isaacgym backend against a stand-in task process: ``tools/isaacgym_server.py --standin`` speaks the same protocol
 as with a real Isaac Gym task (which cannot be installed here), in its own process, over real ZeroMQ sockets.
 
 ``LAMARCKIAN_SERVER_PYTHON`` names the interpreter that runs the server (default: this one); Isaac Gym's is
@@ -20,7 +20,7 @@ from lamarckian.mdp.vec.remote import RemoteVecTask, read_key
 from lamarckian.rpc.errors import ActorDiedError
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-SERVER = REPOSITORY / "isaacgym_server.py"
+SERVER = REPOSITORY / "tools" / "isaacgym_server.py"
 SERVER_PYTHON = os.environ.get("LAMARCKIAN_SERVER_PYTHON", sys.executable)
 E = 4
 
@@ -120,7 +120,7 @@ def test_train_py_trains_through_the_server(server, tmp_path):
                                 "evaluator.terminate=self.iteration >= 3"],
                                capture_output=True, text=True, cwd=REPOSITORY, timeout=300)
     assert completed.returncode == 0, completed.stderr[-2000:]
-    assert "done after 3 iterations" in completed.stderr
+    assert "holds after 3 iterations" in completed.stderr
 
 
 def test_annealing_rewards_the_server_computes_is_refused(server, tmp_path):

@@ -101,19 +101,20 @@ def test_ant_battle_runs_on_cuda():
 def test_vec_learner_trains_on_the_mjx_backend(tmp_path):
     """The GPU path's code (MJX physics, DLPack hand-over, masked resets, on-device rollout) on CPU JAX."""
     from lamarckian.config import load
+    from lamarckian.rl.loop import TrainingLoop
     from lamarckian.rl.vec_learner import VecLearner
 
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], ["mdp.vec.backend=mjx", "mdp.vec.device=cpu",
                                                                "mdp.vec.num_envs.cpu=4", "mdp.vec.horizon=8",
                                                                "evaluator.progress=false",
                                                                "evaluator.episodes=2"])
-    learner = VecLearner(config, None)
+    learner = VecLearner(config)
     learner.rollout()                            # resets every environment first
     place(learner.task, 1, 1, 3.5, 0.0)          # then the opponent of environment 1 leaves the ring
     segment, outcomes, _ = learner.rollout()
     assert segment["dones"][0].tolist() == [0, 1, 0, 0] and outcomes.sum() == 1
     before = [p.detach().clone() for p in learner.model.parameters()]
-    learner.train(stop=lambda trainer: trainer.iteration >= 2)
+    TrainingLoop(learner).run(stop=lambda trainer: trainer.iteration >= 2)
     assert any(not torch.equal(a, b) for a, b in zip(before, learner.model.parameters()))
     assert torch.isfinite(learner.observations).all()
     learner.close()

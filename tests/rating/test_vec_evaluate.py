@@ -10,17 +10,16 @@ from pathlib import Path
 import pytest
 import torch
 
+from lamarckian import evaluate
 from lamarckian.config import load
 from lamarckian.mdp.vec import AntBattle, BattleSettings
 from lamarckian.model import to_blob
 from lamarckian.model.stacked import StackedPolicies
 from lamarckian.rl.vec_games import play_vec_matches
+from lamarckian.rl.loop import TrainingLoop
 from lamarckian.rl.vec_learner import VecLearner, vec_model
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPOSITORY))
-
-import evaluate  # noqa: E402
 
 
 def short_run(tmp_path: Path, config_file: str, *changes: str) -> Path:
@@ -28,8 +27,8 @@ def short_run(tmp_path: Path, config_file: str, *changes: str) -> Path:
                                                     "evaluator.checkpoint.interval=0", f"root={tmp_path}",
                                                     "rl.opponent.pool.add=True", "rl.opponent.pool.games_to_check=0",
                                                     *changes])
-    learner = VecLearner(config, tmp_path)
-    learner.train(stop=lambda trainer: trainer.iteration >= 3)
+    learner = VecLearner(config)
+    TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.iteration >= 3)
     learner.close()
     return tmp_path / "checkpoints"
 

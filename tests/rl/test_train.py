@@ -15,6 +15,7 @@ import numpy as np
 from lamarckian.config import load
 from lamarckian.record import Checkpoints
 from lamarckian.rl import Learner
+from lamarckian.rl.loop import TrainingLoop
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -22,7 +23,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 def test_sigkilled_actor_is_replaced_and_training_goes_on(ray_local, tmp_path):
     config = load(["mdp/gym.yml"], ["sample.envs=4", "sample.truncation=16", "train.batch=256",
                                     "evaluator.progress=false", f"root={tmp_path}"])
-    learner = Learner(config, tmp_path)
+    learner = Learner(config)
     learner.start_actors()
     try:
         with learner.gather.gathering("sample"):
@@ -91,9 +92,9 @@ def test_killed_train_py_resumes(tmp_path):
 def test_pool_starts_from_a_given_checkpoint(tmp_path):
     from lamarckian.model import to_blob
 
-    first = Learner(load([], [f"root={tmp_path / 'a'}"]), tmp_path / "a")
-    path = first.save()
-    second = Learner(load([], [f"root={tmp_path / 'b'}", "seed=5", f"rl.opponent.pool.initial={path}"]), tmp_path / "b")
+    first = Learner(load([], [f"root={tmp_path / 'a'}"]))
+    path = TrainingLoop(first, tmp_path / "a").save()
+    second = Learner(load([], [f"root={tmp_path / 'b'}", "seed=5", f"rl.opponent.pool.initial={path}"]))
     assert np.array_equal(second.pool.snapshots[0].blob, to_blob(first.model))
     assert not np.array_equal(to_blob(second.model), to_blob(first.model))
 

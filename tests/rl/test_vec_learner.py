@@ -13,6 +13,7 @@ import torch
 
 from lamarckian.config import load
 from lamarckian.model import to_blob
+from lamarckian.rl.loop import TrainingLoop
 from lamarckian.rl.vec_learner import VecLearner
 
 from ..mdp.vec_helpers import place
@@ -25,14 +26,14 @@ def test_vec_learner_updates_and_resumes(tmp_path):
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], [*SMALL, f"root={tmp_path}",
                                                                "rl.opponent.pool.add=self.iterations_since_add >= 2",
                                                                "rl.opponent.pool.games_to_check=0"])
-    learner = VecLearner(config, tmp_path)
+    learner = VecLearner(config)
     before = [p.detach().clone() for p in learner.model.parameters()]
-    learner.train(stop=lambda trainer: trainer.iteration >= 4)
+    TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.iteration >= 4)
     assert learner.cost == 4 * 16 * 4 and learner.iteration == 4
     assert any(not np.allclose(a.numpy(), b.detach().numpy()) for a, b in zip(before, learner.model.parameters()))
     assert len(learner.pool) >= 2 and learner.stacked.count == len(learner.pool) + 1  # snapshots + the initial policy
-    resumed = VecLearner(config, tmp_path)
-    assert resumed.resume() is not None and resumed.iteration == 4 and len(resumed.pool) == len(learner.pool)
+    resumed = VecLearner(config)
+    assert TrainingLoop(resumed, tmp_path).resume() is not None and resumed.iteration == 4 and len(resumed.pool) == len(learner.pool)
     for a, b in zip(resumed.model.parameters(), learner.model.parameters()):
         assert np.array_equal(a.detach().numpy(), b.detach().numpy())
     learner.close()
@@ -41,7 +42,7 @@ def test_vec_learner_updates_and_resumes(tmp_path):
 
 def test_rollout_shapes_and_opponents_per_environment(tmp_path):
     config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "mdp.vec.horizon=8", "mdp.vec.spawn_max=1.5"])
-    learner = VecLearner(config, None)
+    learner = VecLearner(config)
     segment, outcomes, returns = learner.rollout()
     assert learner.task.num_obs == 52                       # 40 + the time left + 11 egocentric (the shipped config)
     assert segment["observations"].shape == (8, 4, 52) and segment["actions"].shape == (8, 4, 8)
@@ -56,7 +57,7 @@ def test_initial_lanes_play_the_initial_policy_and_score_against_it():
     config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "mdp.vec.horizon=2", "mdp.vec.initial_share=0.5",
                                              "rl.opponent.pool.add=True", "rl.opponent.pool.games_to_check=0",
                                              "rl.opponent.pool.capacity=2"])
-    learner = VecLearner(config, None)
+    learner = VecLearner(config)
     learner.step()                                  # a second snapshot joins the pool: the stack is 2 + initial
     assert learner.stacked.count == 3 and learner.opponent[:2].tolist() == [2, 2]
     assert torch.all(learner.opponent[2:] < 2)
@@ -65,7 +66,7 @@ def test_initial_lanes_play_the_initial_policy_and_score_against_it():
     segment, outcomes, returns = learner.rollout()
     assert outcomes[2].tolist() == [1, 0, 0] and outcomes[:2].sum(0).tolist() == [0, 0, 1]
     assert segment["dones"][0].tolist() == [1, 0, 1, 0] and segment["rewards"][0, 0] > 1900
-    learner._record(outcomes.numpy(), returns.numpy())
+    learner.record(outcomes.numpy(), returns.numpy())
     assert learner.win_rate_against_initial() == 1.0 and learner.training["win"] == 0.5
     # a new snapshot evicts snapshot 0: games in progress keep their opponent if it is still there (at its new
     # position), those against snapshot 0 draw another
@@ -74,7 +75,7 @@ def test_initial_lanes_play_the_initial_policy_and_score_against_it():
     learner.opponent[2:] = torch.tensor([0, 1])
     before = named()
     learner.pool.add(to_blob(learner.model), learner.iteration)
-    learner._stack_pool()
+    learner.stack_pool()
     after = named()
     assert learner.pool_ids == [1, 2] and learner.stacked.count == 3
     assert after[:2] == ["initial", "initial"] and after[3] == before[3] == 1 and after[2] in (1, 2)
@@ -89,7 +90,7 @@ def test_train_py_runs_the_vec_config_without_ray(tmp_path):
                                 "evaluator.terminate=self.iteration >= 2"], capture_output=True, text=True,
                                cwd=REPOSITORY, timeout=300)
     assert completed.returncode == 0, completed.stderr[-2000:]
-    assert "done after 2 iterations" in completed.stderr and (tmp_path / "checkpoints").is_dir()
+    assert "holds after 2 iterations" in completed.stderr and (tmp_path / "checkpoints").is_dir()
 
 
 @pytest.mark.gpu
@@ -97,12 +98,12 @@ def test_vec_learner_keeps_everything_on_the_gpu(tmp_path):
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], ["mdp.vec.backend=mjx", "mdp.vec.device=cuda",
                                                                "mdp.vec.num_envs.cuda=512", "mdp.vec.horizon=16",
                                                                "evaluator.progress=false", f"root={tmp_path}"])
-    learner = VecLearner(config, tmp_path)
+    learner = VecLearner(config)
     before = [p.detach().clone() for p in learner.model.parameters()]
     segment, outcomes, _ = learner.rollout()
     assert segment["observations"].is_cuda and outcomes.is_cuda and learner.opponent.is_cuda
     assert all(t.is_cuda for t in learner.stacked.parameters.values())
-    learner.train(stop=lambda trainer: trainer.iteration >= 3)
+    TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.iteration >= 3)
     assert all(p.is_cuda for p in learner.model.parameters())
     assert any(not torch.equal(a, b) for a, b in zip(before, learner.model.parameters()))
     learner.close()

@@ -11,6 +11,7 @@ import pytest
 from lamarckian.config import load
 from lamarckian.model import to_blob
 from lamarckian.rl.pool import OpponentPool
+from lamarckian.rl.loop import TrainingLoop
 from lamarckian.rl.vec_learner import VecLearner
 from lamarckian.rl.window import ScoreWindow
 
@@ -40,11 +41,11 @@ def shuffled_reference(games: list[tuple[int, float]], settings, shuffles: int =
 def test_an_iterations_games_count_as_an_unordered_stream(tmp_path):
     config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "rl.opponent.pool.decay=0.9", "rl.opponent.pool.games_to_check=50",
                                              "rl.opponent.pool.add=self.win_rate > 0.52", f"root={tmp_path}"])
-    learner = VecLearner(config, tmp_path)
+    learner = VecLearner(config)
     learner.pool.add(to_blob(learner.model), 1)
-    learner._stack_pool()                                     # stack rows: snapshot 0, snapshot 1, the initial lanes
+    learner.stack_pool()                                     # stack rows: snapshot 0, snapshot 1, the initial lanes
     outcomes = np.array([[30, 0, 30], [20, 10, 10], [300, 0, 300]], np.float32)   # wins, draws, losses per row
-    learner._record(outcomes, np.zeros(3, np.float32))
+    learner.record(outcomes, np.zeros(3, np.float32))
     games = [(0, 1.0)] * 30 + [(0, 0.0)] * 30 + [(1, 1.0)] * 20 + [(1, 0.5)] * 10 + [(1, 0.0)] * 10
     reference = shuffled_reference(games, learner.pool.settings)
     for snapshot_id in (0, 1):
@@ -56,25 +57,25 @@ def test_an_iterations_games_count_as_an_unordered_stream(tmp_path):
     # running scores over the last 500 games: 350 wins, 10 draws, 340 losses in one iteration, so any 500 of them
     # score 355/700 on average (sorted, the last 500 were 150 wins, the draws and the losses: 0.31)
     assert learner.training["win"] == pytest.approx(355 / 700) and learner.win_rate_against_initial() == 0.5
-    learner.save()                      # windows cut inside a batch are plain numbers too: weights_only loads them
-    resumed = VecLearner(config, tmp_path)
-    assert resumed.resume() is not None and resumed.recent_scores.mean() == pytest.approx(355 / 700)
+    TrainingLoop(learner, tmp_path).save()   # windows cut inside a batch are plain numbers: weights_only loads them
+    resumed = VecLearner(config)
+    assert TrainingLoop(resumed, tmp_path).resume() is not None and resumed.recent_scores.mean() == pytest.approx(355 / 700)
     learner.close()
     resumed.close()
 
 
 def test_a_window_cut_inside_an_iteration_counts_that_iteration_in_proportion(tmp_path):
     config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "rl.opponent.pool.games_to_check=50", f"root={tmp_path}"])
-    learner = VecLearner(config, tmp_path)
-    learner._record(np.array([[40, 0, 0], [0, 0, 0]], np.float32), np.zeros(3, np.float32))
-    learner._record(np.array([[0, 10, 30], [0, 0, 0]], np.float32), np.zeros(3, np.float32))
+    learner = VecLearner(config)
+    learner.record(np.array([[40, 0, 0], [0, 0, 0]], np.float32), np.zeros(3, np.float32))
+    learner.record(np.array([[0, 10, 30], [0, 0, 0]], np.float32), np.zeros(3, np.float32))
     # the last 50 games: all 40 of the second iteration (score 5) and 10 of the first (all won): 15 / 50
     assert len(learner.pool.recent) == 50 and learner.pool.recent.mean() == pytest.approx(0.3)
     assert learner.pool.games_since_add == 80
-    learner.save()                                         # the statistics are plain numbers: weights_only loads them
-    resumed = VecLearner(config, tmp_path)
-    assert resumed.resume() is not None
-    assert resumed.pool.recent.mean() == pytest.approx(0.3) and resumed.training == {}
+    TrainingLoop(learner, tmp_path).save()                 # the statistics are plain numbers: weights_only loads them
+    resumed = VecLearner(config)
+    assert TrainingLoop(resumed, tmp_path).resume() is not None
+    assert resumed.pool.recent.mean() == pytest.approx(0.3) and resumed.training == learner.training != {}
     assert resumed.recent_scores.mean() == learner.recent_scores.mean()
     assert resumed.pool.snapshots[0].win_rate() == learner.pool.snapshots[0].win_rate()
     learner.close()

@@ -69,3 +69,26 @@ class Echo:
 class OnlyAll:
     def ping(self) -> str:
         return "pong"
+
+
+@gather
+@all
+@any
+class SeedActor:
+    """The actor of the seed README's RPC examples: set_blob, describe, evaluate, gather."""
+
+    def __init__(self, index: int = 0) -> None:
+        self.index, self.blob, self.iteration = index, None, 0
+
+    def set_blob(self, blob):
+        self.blob = blob
+
+    def describe(self):
+        return {"actor": self.index}
+
+    def evaluate(self, opponent):
+        return [{"fitness": float(opponent), "actor": self.index}]
+
+    def gather(self):
+        self.iteration += 1
+        return 16, {"obs": np.full(4, self.index, np.float32), "blob": self.blob}, [{"fitness": 1.0}], self.iteration

@@ -1,7 +1,7 @@
 """Vectorized tasks (Isaac Gym style): thousands of environments per call, torch tensors on the task's device.
 
 Tasks: Ant Sumo and Ant Battle on the ``mujoco`` (CPU) or ``mjx`` (JAX, GPU) physics backends, or any task of a
-real Isaac Gym installation through the ``isaacgym`` backend (its own process: ``isaacgym_server.py``).
+real Isaac Gym installation through the ``isaacgym`` backend (its own process: ``tools/isaacgym_server.py``).
 """
 
 from typing import Any, Mapping
@@ -9,6 +9,7 @@ from typing import Any, Mapping
 import torch
 
 from ...config import per_device
+from ..plugin import is_plugin, load_plugin
 from .base import VecTask
 from .battle import AntBattle, BattleSettings
 from .physics import BACKENDS, mjx_available
@@ -63,6 +64,11 @@ def create_vec_task(settings: Mapping[str, Any], seed: int = 0) -> VecTask:
     """The task of the ``mdp.vec`` section: ``task``, ``num_envs``, ``backend``, ``device``, ``workers``, ``ants``
     (Ant Battle), ``play_to_end`` (Ant Battle), the rules of :func:`task_settings`, ``isaacgym`` (the server's
     address, key and timeout)."""
+    if is_plugin(settings["task"]):      # your own VecTask: ClassName(num_envs, device=..., seed=..., **kwargs)
+        device = settings["device"] if settings["device"] != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
+        number = per_device(settings["num_envs"], torch.device(device).type, "mdp.vec.num_envs")
+        return load_plugin(settings["task"], "mdp.vec.task")(int(number), device=device, seed=seed,
+                                                             **dict(settings.get("kwargs") or {}))
     backend, device, num_envs = placement(settings)
     if backend == "isaacgym":
         from .remote import RemoteVecTask

@@ -1,4 +1,4 @@
-"""The ``isaacgym`` backend: a :class:`VecTask` whose environments live in another process — ``isaacgym_server.py``
+"""The ``isaacgym`` backend: a :class:`VecTask` whose environments live in another process — ``tools/isaacgym_server.py``
 running a real Isaac Gym task in Isaac Gym's own Python — reached through Lamarckian's RPC framing (msgpack body,
 arrays as raw frames, HMAC-SHA256 over every frame with the key the server wrote; nothing is unpickled).
 
@@ -51,7 +51,7 @@ def read_key(path: str | os.PathLike) -> bytes:
 
 
 class RemoteVecTask(VecTask):
-    """A task served by ``isaacgym_server.py`` at ``address``; tensors on the CPU."""
+    """A task served by ``tools/isaacgym_server.py`` at ``address``; tensors on the CPU."""
 
     device = torch.device("cpu")
 

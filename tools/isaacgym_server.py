@@ -2,12 +2,12 @@
 task here, in its own interpreter, and ``train.py -m mdp.vec.backend=isaacgym`` connects to it.
 
     # in Isaac Gym's environment (isaacgym + TimeChamber installed; needs numpy, msgpack, pyzmq only besides):
-    python isaacgym_server.py --task ant_sumo --num-envs 4096 --key-file ~/.lamarckian/isaacgym.key
+    python tools/isaacgym_server.py --task ant_sumo --num-envs 4096 --key-file ~/.lamarckian/isaacgym.key
     # prints the address; then, in Lamarckian's environment:
     python train.py -c mdp/vec/ant_sumo.yml rl/ppo_gpu.yml -m mdp.vec.backend=isaacgym \\
         mdp.vec.isaacgym.address=tcp://127.0.0.1:PORT mdp.vec.isaacgym.key_file=~/.lamarckian/isaacgym.key
 
-    python isaacgym_server.py --standin --num-envs 8     # a numpy stand-in task: the protocol without Isaac Gym
+    python tools/isaacgym_server.py --standin --num-envs 8     # a numpy stand-in task: the protocol without Isaac Gym
 
 The protocol is Lamarckian's RPC framing (lamarckian/rpc/wire.py) written out again here because this file must run
 where Lamarckian cannot be installed (Python 3.8): ``[header, *array frames, tag]``; header = ``b"LK"``, version 1,

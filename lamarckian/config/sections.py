@@ -1,0 +1,85 @@
+"""Typed config sections: frozen dataclasses whose fields are one section of ``lamarckian.yml``.
+
+The defaults live only in the YAML: a section class has no default values of its own, so a key added, renamed or
+removed in one place and not the other is an error at start-up (and ``tests/config/test_sections.py`` checks
+every section class against the YAML). ``Section.defaults(**changes)`` builds one from the packaged defaults, for
+library use and tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing
+from typing import Any, ClassVar, Mapping, TypeVar
+
+from .errors import ConfigError
+
+T = TypeVar("T", bound="Section")
+
+
+@functools.lru_cache(maxsize=1)
+def default_config() -> dict[str, Any]:
+    """The packaged defaults, resolved (``load()`` with no files and no edits)."""
+    from .loader import load
+
+    return load()
+
+
+def lookup_section(config: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    node: Any = config
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise ConfigError(f"the configuration has no section {key}")
+        node = node[part]
+    if not isinstance(node, Mapping):
+        raise ConfigError(f"{key}: expected a mapping, got {type(node).__name__}")
+    return node
+
+
+class Section:
+    """A frozen dataclass over the YAML section ``KEY`` (subclasses are ``@dataclasses.dataclass(frozen=True)``).
+
+    ``OTHER_KEYS``: keys of that section that belong to someone else (not fields of this class).
+    """
+
+    KEY: ClassVar[str]
+    OTHER_KEYS: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def from_mapping(cls: type[T], mapping: Mapping[str, Any]) -> T:
+        """The section from its mapping: every field must be there, every other key must be in ``OTHER_KEYS``;
+        numbers are converted to the field's type (a YAML ``1`` for a float field)."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        missing = [name for name in fields if name not in mapping]
+        if missing:
+            raise ConfigError(f"{cls.KEY}: missing key(s) {', '.join(f'{cls.KEY}.{m}' for m in missing)}")
+        extra = [key for key in mapping if key not in fields and key not in cls.OTHER_KEYS]
+        if extra:
+            raise ConfigError(f"{cls.KEY}: unknown key(s) {', '.join(f'{cls.KEY}.{e}' for e in extra)}")
+        hints = typing.get_type_hints(cls)
+        return cls(**{name: _convert(mapping[name], hints[name]) for name in fields})
+
+    @classmethod
+    def from_config(cls: type[T], config: Mapping[str, Any]) -> T:
+        """The section of a whole resolved configuration."""
+        return cls.from_mapping(lookup_section(config, cls.KEY))
+
+    @classmethod
+    def defaults(cls: type[T], **changes: Any) -> T:
+        """The packaged defaults of the section, with ``changes``."""
+        return cls.from_mapping({**lookup_section(default_config(), cls.KEY), **changes})
+
+
+def _convert(value: Any, hint: Any) -> Any:
+    """YAML numbers into the field's numeric type; lists into tuples for tuple fields; the rest as it is."""
+    if value is None:
+        return None
+    options = [h for h in typing.get_args(hint) if h is not type(None)] if typing.get_origin(hint) is typing.Union \
+        or type(hint).__name__ == "UnionType" else [hint]
+    target = options[0] if len(options) == 1 else None
+    if target is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if typing.get_origin(target) is tuple and isinstance(value, (list, tuple)):
+        return tuple(value)
+    return value

@@ -1,0 +1,231 @@
+"""The one run loop of every trainer: step, evaluate when due and at the end, stop test, checkpoints and
+snapshots, the status line, TensorBoard (and Weights & Biases), Ctrl-C.
+
+A trainer (:class:`Trainer`: the actor-fleet :class:`~lamarckian.rl.learner.Learner`, the in-process
+:class:`~lamarckian.rl.vec_learner.VecLearner`, evolve.py's round learners through them) only says how to take one
+step, how to evaluate and what its state is; :class:`TrainingLoop` does the rest, the same way for all.
+
+A run directory holds ``checkpoints/`` (the newest ``evaluator.checkpoint.keep``, everything to resume),
+``snapshots/`` (the weights at every checkpoint and at the start, all kept: ``evaluate.py --checkpoints`` rates a
+whole run from them), ``evaluations.csv`` and ``tensorboard/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable, ContextManager, Mapping
+
+from ..record import Checkpoints, CsvLog, Progress, Scalars, format_number, plain
+from ..record.checkpoint import CHECKPOINT_FORMAT, process_rng_state, restore_process_rng, upgrade_checkpoint
+from ..record.wandb import WandbScalars
+from .evaluator import Evaluator
+
+SNAPSHOTS_KEPT = 10**6   # snapshots/ keeps every file
+
+
+class Trainer:
+    """What :class:`TrainingLoop` drives. A subclass sets ``config``, ``evaluator`` and the counters below, and
+    implements :meth:`step`, :meth:`evaluate`, :meth:`state_dict`, :meth:`load_state_dict` and :meth:`close`."""
+
+    config: Mapping[str, Any]
+    evaluator: Evaluator
+    iteration: int = 0            # updates so far
+    cost: int = 0                 # env steps so far
+    elapsed: float = 0.0          # seconds of training so far (over restarts)
+    training: dict[str, float]    # running means of the training episodes (``self.training.<name>`` in rules)
+
+    def step(self) -> dict[str, float]:
+        """One iteration (collect, update, publish); its statistics (TensorBoard scalars)."""
+        raise NotImplementedError
+
+    def evaluate(self) -> dict[str, float]:
+        """Deterministic games against fixed opponents now; their summary (``{}``: this trainer has none).
+        Sets ``self.evaluator.latest`` for the stop rule."""
+        raise NotImplementedError
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything to resume (tensors, numbers, strings, containers): at least ``model``, ``iteration``,
+        ``cost``, ``elapsed``."""
+        raise NotImplementedError
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def running(self) -> ContextManager[Any]:
+        """Held while the loop runs (the actor fleet streams segments meanwhile)."""
+        return contextlib.nullcontext()
+
+    def opening_line(self) -> str:
+        return f"training {type(self).__name__}"
+
+    def status(self, stats: Mapping[str, float]) -> dict[str, str]:
+        """Fields of the status line beyond the loop's own (iteration, steps, time)."""
+        return {}
+
+    def scalars(self, stats: Mapping[str, float]) -> dict[str, float]:
+        """TensorBoard scalars of one iteration (default: ``stats`` and ``train/<training mean>``)."""
+        return {**{f"train/{k}": v for k, v in self.training.items()}, **stats}
+
+    def evaluation_line(self, summary: Mapping[str, float]) -> str:
+        """The evaluation's summary in words, for the line printed with each evaluation."""
+        line = f"fitness {summary.get('fitness', math.nan):.3g} over {summary.get('episodes', 0):.0f} episodes"
+        if summary.get("capped"):
+            line += f" ({summary['capped']:.0%} cut at evaluator.max_steps)"
+        return line
+
+
+StopRule = Callable[[Trainer], bool]
+
+
+class TrainingLoop:
+    """Runs a :class:`Trainer` to its stop rule, keeping the run directory.
+
+    Args:
+        trainer: what to train.
+        root: the run directory (None: nothing on disk).
+    """
+
+    def __init__(self, trainer: Trainer, root: Path | None = None) -> None:
+        self.trainer = trainer
+        self.root = root
+        settings = trainer.config["evaluator"]
+        self.settings = settings
+        keep = int(settings["checkpoint"]["keep"])
+        self.checkpoints = Checkpoints(root / "checkpoints", keep) if root is not None else None
+        self.snapshots = Checkpoints(root / "snapshots", SNAPSHOTS_KEPT) if root is not None else None
+        self.evaluations = CsvLog(root / "evaluations.csv") if root is not None else None
+        self.checkpoint_interval = float(settings["checkpoint"]["interval"])
+        self.wandb = WandbScalars(settings.get("wandb"), root, trainer.config)
+        self.progress = Progress(False)
+
+    # ---- checkpoints ---------------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """One checkpoint, the same format for every trainer (``format`` = :data:`CHECKPOINT_FORMAT`): the
+        trainer's state, its running training means, the evaluation history, the process's RNG states, the
+        config."""
+        trainer = self.trainer
+        return {**trainer.state_dict(), "format": CHECKPOINT_FORMAT, "trainer": type(trainer).__name__,
+                "training": dict(trainer.training), "evaluation": dict(trainer.evaluator.latest),
+                "evaluations": [dict(row) for row in trainer.evaluator.history], "rng": process_rng_state(),
+                "config": plain(trainer.config)}
+
+    def save(self) -> Path | None:
+        """A checkpoint and a snapshot of the weights; None when the run keeps nothing on disk."""
+        if self.checkpoints is None:
+            return None
+        self._snapshot()
+        return self.checkpoints.save(self.trainer.iteration, self.state_dict())
+
+    def _snapshot(self) -> None:
+        trainer = self.trainer
+        self.snapshots.save(trainer.iteration, {"format": CHECKPOINT_FORMAT, "model": trainer.state_dict()["model"],
+                                                "iteration": trainer.iteration, "cost": trainer.cost,
+                                                "elapsed": trainer.elapsed})
+
+    def resume(self) -> Path | None:
+        """Load the newest good checkpoint of the run directory (any format this project wrote), if any."""
+        found = self.checkpoints.load_newest() if self.checkpoints is not None else None
+        if found is None:
+            return None
+        path, state = found
+        self.load_state_dict(upgrade_checkpoint(state, path))
+        return path
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a checkpoint (already upgraded): the trainer, its running means, evaluation history, RNGs."""
+        trainer = self.trainer
+        trainer.load_state_dict(state)
+        trainer.training = {k: float(v) for k, v in state["training"].items()}
+        trainer.evaluator.latest = {k: float(v) for k, v in state["evaluation"].items()} or trainer.evaluator.latest
+        trainer.evaluator.history = [dict(row) for row in state["evaluations"]]
+        if state["rng"] is not None:
+            restore_process_rng(state["rng"])
+
+    # ---- the loop ------------------------------------------------------------------------------------------
+    def run(self, stop: StopRule | None = None) -> dict[str, float]:
+        """Train until ``stop(trainer)`` holds (default: ``evaluator.terminate``); an evaluation when due and one
+        at the end, a checkpoint every ``evaluator.checkpoint.interval`` seconds and at the end (Ctrl-C: one
+        checkpoint, then KeyboardInterrupt goes on). The latest evaluation's summary."""
+        trainer, settings = self.trainer, self.settings
+        scalars = Scalars(self.root / "tensorboard" if self.root is not None and settings["tensorboard"] else None)
+        wandb = self.wandb
+        wandb.open()
+        self.progress = Progress(settings["progress"])
+        clock = time.monotonic() - trainer.elapsed
+        last_checkpoint = time.monotonic()
+        self.progress.print(f"{trainer.opening_line()}, run directory {self.root}")
+        if self.snapshots is not None and not self.snapshots.paths():
+            self._snapshot()                                  # the initial policy opens the run's rating curve
+        rule = "the stopper" if stop is not None else (trainer.evaluator.terminate.source
+                                                       if trainer.evaluator.terminate else "no rule")
+        try:
+            with trainer.running():
+                while True:
+                    stats = trainer.step()
+                    trainer.elapsed = time.monotonic() - clock
+                    iteration_scalars = trainer.scalars(stats)
+                    scalars.write(trainer.cost, iteration_scalars)
+                    wandb.write(trainer.cost, iteration_scalars)
+                    fields = self._fields(stats)
+                    self.progress.update(fields)
+                    evaluated = trainer.evaluator.due() and self._evaluate(fields, scalars, wandb)
+                    done = self._should_stop(stop)
+                    if done and not evaluated and trainer.evaluator.episodes > 0:
+                        self._evaluate(fields, scalars, wandb)    # every run ends with its final weights evaluated
+                    if done:
+                        break
+                    if time.monotonic() - last_checkpoint >= self.checkpoint_interval:
+                        self.save()
+                        last_checkpoint = time.monotonic()
+        except KeyboardInterrupt:
+            self.save()
+            self.progress.print("interrupted; checkpoint saved" if self.root is not None else "interrupted")
+            raise
+        finally:
+            scalars.close()
+            wandb.close()
+            self.progress.close()
+        self.save()
+        latest = trainer.evaluator.latest
+        self.progress.print(f"done: {rule} holds after {trainer.iteration} iterations, "
+                            f"{format_number(trainer.cost)} env steps, {trainer.elapsed:.0f}s"
+                            + (f"; {trainer.evaluation_line(latest)}" if latest.get("episodes") else ""))
+        return latest
+
+    def _should_stop(self, stop: StopRule | None) -> bool:
+        trainer = self.trainer
+        if stop is not None:
+            return bool(stop(trainer))
+        return trainer.evaluator.should_stop(trainer.cost, trainer.iteration, trainer.elapsed, trainer.training)
+
+    def _fields(self, stats: Mapping[str, float]) -> dict[str, str]:
+        trainer = self.trainer
+        fields = {"iter": str(trainer.iteration), "steps": format_number(trainer.cost),
+                  "sps": format_number(stats.get("fps/overall", 0.0)), **trainer.status(stats),
+                  "time": f"{trainer.elapsed:.0f}s"}
+        return fields
+
+    def _evaluate(self, fields: Mapping[str, str], scalars: Scalars, wandb: WandbScalars) -> bool:
+        """Evaluate (the status line says so meanwhile), record it, print it; whether there was an evaluation."""
+        trainer = self.trainer
+        self.progress.update({**fields, "evaluating": f"{trainer.evaluator.episodes} episodes…"})
+        summary = trainer.evaluate()
+        trainer.evaluator.last = time.monotonic()
+        line = " | ".join(f"{k} {v}" for k, v in fields.items())
+        if not summary:
+            self.progress.print(line)
+            return False
+        row = {"time": round(trainer.elapsed, 3), "cost": trainer.cost, "iteration": trainer.iteration, **summary}
+        trainer.evaluator.history.append(row)
+        scalars.write(trainer.cost, {f"eval/{k}": v for k, v in summary.items()})
+        wandb.write(trainer.cost, {f"eval/{k}": v for k, v in summary.items()})
+        if self.evaluations is not None:
+            self.evaluations.write(row)
+        self.progress.print(f"{line} | eval @ {format_number(trainer.cost)} steps: {trainer.evaluation_line(summary)}")
+        return True

@@ -1,0 +1,67 @@
+"""Train an agent: ``python train.py [-c FILE ...] [-m key.path=value ...] [-d | -D] [--debug]``.
+
+With no arguments: PPO self-play on the built-in Pong on a local Ray. See README for the keys.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .cli import configure_process, prepare_run, run_arguments, run_job, start_ray, usage_error
+from .config import load
+
+
+def build_trainer(config: Mapping[str, Any]) -> Any:
+    """The trainer ``config`` asks for: a :class:`VecLearner` for a vectorized task (``mdp.create: vec``, in this
+    process, no Ray), else the actor-fleet :class:`Learner`."""
+    if config["mdp"]["create"] == "vec":
+        from .rl.vec_learner import VecLearner
+
+        return VecLearner(config)
+    from .rl.learner import Learner
+
+    return Learner(config)
+
+
+def culprit(config: Mapping[str, Any] | None) -> str:
+    """The setting that chose what failed to build (for a missing package's message)."""
+    if config is None:
+        return "this configuration"
+    mdp = config["mdp"]
+    if mdp["create"] == "gym":
+        return f"mdp.gym.id={mdp['gym']['id']}"
+    return f"mdp.create={mdp['create']}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = run_arguments("train.py", __doc__, argv)
+    config: Mapping[str, Any] | None = None
+    try:
+        config = load(args.config, args.modify)
+        if args.debug:
+            config["ray"]["local_mode"] = True
+        root = Path(config["root"])
+        configure_process(config)
+        from .rl.loop import TrainingLoop
+
+        trainer = build_trainer(config)      # builds everything that can fail on a bad value, writes nothing
+        loop = TrainingLoop(trainer, root)
+    except Exception as error:  # noqa: BLE001 - usage_error re-raises what is not a usage error
+        return usage_error("train.py", error, culprit(config))
+    import torch
+
+    prepare_run(root, config, args.d, args.D)
+    if args.debug:
+        torch.autograd.set_detect_anomaly(True)
+    resumed = loop.resume()
+    if resumed is not None:
+        print(f"resuming from {resumed} (iteration {trainer.iteration}, {trainer.cost} env steps)", file=sys.stderr)
+    if config["mdp"]["create"] != "vec":
+        start_ray(config["ray"])
+    return run_job(loop.run, None, trainer.close, "checkpoint")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

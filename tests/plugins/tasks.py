@@ -1,0 +1,95 @@
+"""A user's own environments, outside the package: the "add your own MDP / VecTask" guide's examples, tested."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import torch
+
+from lamarckian.mdp.base import MDP, Controller, Episode, PlayerSpec
+from lamarckian.mdp.vec.base import VecTask
+
+
+class WalkController(Controller):
+    """Walk on a line from 0 to ``goal``: action 1 steps right, 0 steps left; reward 1 on arrival."""
+
+    def __init__(self, goal: int, limit: int) -> None:
+        self.goal, self.limit, self.position, self.steps, self.reward, self.total = goal, limit, 0, 0, 0.0, 0.0
+
+    def get_state(self) -> np.ndarray:
+        return np.array([self.position / self.goal], np.float32)
+
+    async def __call__(self, action) -> None:
+        self.position = max(0, self.position + (1 if int(action) == 1 else -1))
+        self.steps += 1
+        self.reward = 1.0 if self.position >= self.goal else 0.0
+        self.total += self.reward
+
+    def get_reward(self) -> float:
+        return self.reward
+
+    @property
+    def done(self) -> bool:
+        return self.position >= self.goal or self.steps >= self.limit
+
+    @property
+    def truncated(self) -> bool:
+        return self.steps >= self.limit and self.position < self.goal
+
+    def get_result(self) -> dict:
+        return {"fitness": self.total, "win": None, "objectives": {}}
+
+
+class Walk(MDP):
+    """One player; ``mdp.kwargs``: ``goal``, ``limit``."""
+
+    def __init__(self, goal: int = 4, limit: int = 50, seed: int | None = None) -> None:
+        self.goal, self.limit = goal, limit
+        self.spec = PlayerSpec(gymnasium.spaces.Box(0.0, 1.0, (1,), np.float32), gymnasium.spaces.Discrete(2))
+
+    def describe(self) -> list[PlayerSpec]:
+        return [self.spec]
+
+    def reset(self, *players: int) -> Episode:
+        return Episode([WalkController(self.goal, self.limit)], [])
+
+
+class Duel(VecTask):
+    """Two agents push for ``rounds`` steps; whoever's summed first action is larger wins (a draw within 1e-6).
+    Observations: the time left and a constant."""
+
+    num_agents, num_obs, num_actions = 2, 2, 1
+
+    def __init__(self, num_envs: int, device: str = "cpu", seed: int = 0, rounds: int = 4) -> None:
+        self.num_envs, self.device, self.max_episode_length = num_envs, torch.device(device), rounds
+        self.time = torch.zeros(num_envs, device=self.device)
+        self.score = torch.zeros(num_envs, device=self.device)
+
+    def _observe(self) -> torch.Tensor:
+        left = 1.0 - self.time / self.max_episode_length
+        own = torch.stack([left, torch.ones_like(left)], dim=1)
+        return torch.cat([own, own])
+
+    def reset(self) -> torch.Tensor:
+        self.time.zero_()
+        self.score.zero_()
+        return self._observe()
+
+    def reset_idx(self, env_ids: torch.Tensor) -> None:
+        self.time[env_ids] = 0.0
+        self.score[env_ids] = 0.0
+
+    def seed(self, seed: int) -> None:
+        """Nothing random to replay."""
+
+    def step(self, actions: torch.Tensor):
+        envs = self.num_envs
+        self.score += actions[:envs, 0] - actions[envs:, 0]
+        self.time += 1.0
+        done = self.time >= self.max_episode_length
+        win, lose = done & (self.score > 1e-6), done & (self.score < -1e-6)
+        draw = done & ~win & ~lose
+        reward0 = win.float() - lose.float()
+        extras = {"win": win, "lose": lose, "draw": draw, "time_outs": torch.zeros_like(done)}
+        self.reset_idx(torch.nonzero(done).flatten())
+        return self._observe(), torch.cat([reward0, -reward0]), done, extras

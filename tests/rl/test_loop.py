@@ -1,0 +1,176 @@
+"""The one run loop: evaluation at the end of every run, capped evaluation episodes, one checkpoint format (today's
+and the files written before it), resume of everything a run shows, Ctrl-C, process-wide settings."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from lamarckian.cli import configure_process
+from lamarckian.config import load
+from lamarckian.record import Checkpoints
+from lamarckian.record.checkpoint import CHECKPOINT_FORMAT, upgrade_checkpoint
+from lamarckian.rl.learner import Learner
+from lamarckian.rl.loop import TrainingLoop
+from lamarckian.rl.vec_learner import VecLearner
+from lamarckian.train import main as train_main
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SUMO = ["mdp.vec.num_envs.cpu=4", "mdp.vec.horizon=8", "evaluator.progress=false", "evaluator.episodes=0",
+        "rl.opponent.pool.add=self.iterations_since_add >= 2", "rl.opponent.pool.games_to_check=0", "model.hidden=[16]"]
+FLEET = ["mdp.create=gym", "sample.envs=2", "sample.truncation=16", "train.batch=64", "sample.actors=1",
+         "evaluator.progress=false", "evaluator.episodes=2", "model.hidden=[16]", "ray.local_mode=true"]
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as stream:
+        return list(csv.DictReader(stream))
+
+
+def test_a_run_ends_with_an_evaluation_of_its_final_weights(tmp_path):
+    """The issue's CartPole command: a run that stops on env steps long before ``evaluator.interval`` evaluates its
+    final weights (before: only the untrained policy at 0 s was ever evaluated)."""
+    code = train_main(["-c", "mdp/gym.yml", "mdp/gym/cartpole.yml", "rl/ppo.yml", "--debug", "-m",
+                       f"root={tmp_path}", "evaluator.progress=false", "evaluator.episodes=4",
+                       "evaluator.terminate=self.cost>12000"])
+    assert code == 0
+    evaluations = rows(tmp_path / "evaluations.csv")
+    newest = Checkpoints(tmp_path / "checkpoints").load_newest()[1]
+    assert len(evaluations) == 2 and int(evaluations[0]["iteration"]) == 1      # at 0 s, and at the end
+    assert int(evaluations[-1]["cost"]) == newest["cost"] > 12000
+    assert newest["evaluations"][-1]["cost"] == newest["cost"] and newest["format"] == CHECKPOINT_FORMAT
+
+
+def test_evaluation_episodes_a_policy_never_ends_are_capped(tmp_path, capsys):
+    """CliffWalking-v1 has no time limit and a random policy rarely reaches the goal: evaluation used to hang."""
+    code = train_main(["-c", "mdp/gym.yml", "--debug", "-m", "mdp.gym.id=CliffWalking-v1", f"root={tmp_path}",
+                       "evaluator.progress=false", "evaluator.episodes=2", "evaluator.max_steps=150",
+                       "sample.envs=2", "train.batch=128", "evaluator.terminate=self.iteration >= 2"])
+    assert code == 0
+    evaluations = rows(tmp_path / "evaluations.csv")
+    assert len(evaluations) == 2 and all(float(row["length"]) <= 150 for row in evaluations)
+    assert float(evaluations[-1]["capped"]) > 0 and "cut at evaluator.max_steps" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("trainer, changes, file", [(VecLearner, SUMO, "format1_vec_learner.pt"),
+                                                    (Learner, FLEET, "format1_learner.pt")])
+def test_checkpoints_written_before_the_format_existed_load(trainer, changes, file):
+    """Files written by the code of 2026-11-26 (commit 9931213, before the one loop) resume in today's trainers."""
+    files = ["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"] if trainer is VecLearner else ["mdp/gym.yml"]
+    state = torch.load(DATA / file, map_location="cpu", weights_only=True)
+    assert "format" not in state
+    learner = trainer(load(files, changes))
+    loop = TrainingLoop(learner)
+    loop.load_state_dict(upgrade_checkpoint(state, file))
+    assert (learner.iteration, learner.cost) == (int(state["iteration"]), int(state["cost"])) and learner.iteration > 0
+    for name, tensor in learner.model.state_dict().items():
+        assert torch.equal(tensor, state["model"][name]), name
+    assert learner.ppo.lr == pytest.approx(state["lr"]) and learner.evaluator.history == []
+    if trainer is VecLearner:
+        assert len(learner.pool) == len(state["pool"]["snapshots"]) >= 2
+        learner.step()                                     # and training goes on from there
+        assert learner.iteration == int(state["iteration"]) + 1
+    learner.close()
+
+
+def test_a_newer_format_is_refused_with_the_file_named():
+    with pytest.raises(ValueError, match=r"run/checkpoint-1.pt: checkpoint format 99 is newer"):
+        upgrade_checkpoint({"format": 99}, "run/checkpoint-1.pt")
+
+
+def test_resume_restores_what_the_run_shows(tmp_path):
+    """Running scores, pool statistics, lr and optimizer, the evaluation history and every random stream continue."""
+    config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], [*SUMO, "evaluator.episodes=2", "evaluator.interval=0",
+                                                               "rl.opponent.pool.games_to_check=0",
+                                                               "mdp.vec.initial_share=0.5"])
+    learner = VecLearner(config)
+    loop = TrainingLoop(learner, tmp_path)
+    loop.run(stop=lambda trainer: trainer.iteration >= 3)
+    learner.record(np.array([[3, 1, 0]] * learner.stacked.count, np.float32), np.array([6.0, 2.0, 40.0], np.float32))
+    learner.ppo.set_lr(1.234e-4)
+    loop.save()
+    expected = (torch.rand(4), learner.ppo.generator.get_state(), learner.generator.get_state())
+    resumed = VecLearner(config)
+    assert TrainingLoop(resumed, tmp_path).resume() is not None
+    assert resumed.training == learner.training and resumed.training["return"] == 3.0
+    assert resumed.win_rate_against_initial() == learner.win_rate_against_initial() == pytest.approx(3.5 / 4)
+    assert resumed.ppo.lr == pytest.approx(1.234e-4)
+    assert resumed.evaluator.history == learner.evaluator.history and len(resumed.evaluator.history) == 3
+    assert resumed.evaluator.latest == learner.evaluator.latest
+    assert [s.games for s in resumed.pool.snapshots.values()] == [s.games for s in learner.pool.snapshots.values()]
+    assert torch.equal(torch.rand(4), expected[0])             # the process's stream continues where it was saved
+    assert torch.equal(resumed.ppo.generator.get_state(), expected[1])
+    assert torch.equal(resumed.generator.get_state(), expected[2])
+    learner.close()
+    resumed.close()
+
+
+def test_ctrl_c_saves_a_checkpoint_and_goes_on(tmp_path):
+    learner = VecLearner(load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SUMO))
+
+    def interrupt(trainer) -> bool:
+        if trainer.iteration == 2:
+            raise KeyboardInterrupt
+        return False
+
+    with pytest.raises(KeyboardInterrupt):
+        TrainingLoop(learner, tmp_path).run(stop=interrupt)
+    assert Checkpoints(tmp_path / "checkpoints").load_newest()[1]["iteration"] == 2
+    learner.close()
+
+
+def test_in_process_actors_leave_the_learners_process_settings_alone():
+    """``--debug`` runs the actors as objects of the learner's process: they must not reset its threads or seed."""
+    config = load(["mdp/gym.yml"], [*FLEET, "train.threads=2", "sample.actors=2"])
+    threads = torch.get_num_threads()
+    try:
+        configure_process(config)
+        expected = torch.rand(3)
+        configure_process(config)
+        learner = Learner(config)
+        learner.start_actors()
+        try:
+            assert torch.get_num_threads() == 2 and len(learner.actors) == 2
+            assert torch.equal(torch.rand(3), expected)       # building the model and the actors drew nothing
+        finally:
+            learner.close()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_wandb_logs_the_same_scalars_offline(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    learner = VecLearner(load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], [*SUMO, "evaluator.wandb=lamarckian-test"]))
+    TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.iteration >= 2)
+    learner.close()
+    runs = list((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and list(runs[0].glob("*.wandb"))
+    log = next(runs[0].glob("*.wandb")).read_bytes()   # wandb's record log: the tags are stored verbatim
+    assert all(tag in log for tag in (b"loss/policy", b"train/win_initial", b"pool/size", b"entropy"))
+
+
+def test_missing_wandb_is_one_line_naming_the_extra(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "wandb", None)
+    code = train_main(["-c", "mdp/vec/ant_sumo.yml", "-m", *SUMO, f"root={tmp_path}/run", "evaluator.wandb=x"])
+    error = capsys.readouterr().err
+    assert code == 2 and "pip install 'lamarckian[wandb]'" in error and len(error.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_missing_optional_package_is_one_line_naming_it(tmp_path):
+    """gymnasium's MuJoCo tasks import imageio; without it ``-m mdp.gym.id=HalfCheetah-v5`` printed a traceback."""
+    import subprocess
+
+    code = ("import sys; sys.modules['imageio'] = None; from lamarckian.train import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    completed = subprocess.run([sys.executable, "-c", code, "-c", "mdp/gym.yml", "-m", "mdp.gym.id=HalfCheetah-v5",
+                                f"root={tmp_path}/run"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert completed.returncode == 2, completed.stderr[-2000:]
+    assert completed.stderr.strip() == ("train.py: error: mdp.gym.id=HalfCheetah-v5 needs the Python package "
+                                        "'imageio', which is not installed: pip install 'lamarckian[mujoco]'")
