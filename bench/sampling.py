@@ -23,11 +23,11 @@ import ray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from lamarckian import rpc  # noqa: E402
 from lamarckian.config import load  # noqa: E402
+from lamarckian.mdp import create_mdp  # noqa: E402
 from lamarckian.model import to_blob  # noqa: E402
 from lamarckian.rl import Actor, build_model  # noqa: E402
-from lamarckian.mdp import create_mdp  # noqa: E402
-from lamarckian import rpc  # noqa: E402
 
 
 def raw_rate(seconds: float) -> float:

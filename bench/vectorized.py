@@ -19,13 +19,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import seconds_per_call  # noqa: E402
+
 from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp import create_mdp  # noqa: E402
 from lamarckian.model import to_blob  # noqa: E402
 from lamarckian.model.stacked import StackedPolicies  # noqa: E402
 from lamarckian.rl import build_model  # noqa: E402
-
-from timing import seconds_per_call  # noqa: E402
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 import yaml
 
 from .config import ConfigError
+from .config.sections import TrainSettings
 from .extras import missing_dependency
 
 #: errors that mean the user asked for something that cannot be (a bad key, value, file, missing extra): exit 2
@@ -45,7 +46,7 @@ def configure_process(config: Mapping[str, Any]) -> None:
     threads (``train.threads``) and its random stream (``seed``)."""
     import torch
 
-    torch.set_num_threads(max(1, int(config["train"]["threads"])))
+    torch.set_num_threads(max(1, TrainSettings.from_config(config).threads))
     torch.manual_seed(int(config["seed"]))
 
 

@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-
 from .cli import OneLineParser, start_ray
 from .config import ConfigError, load
 from .record.checkpoint import checkpoint_folder
@@ -122,11 +121,10 @@ def evaluate_vec(config, arguments: argparse.Namespace, folders: Sequence[Path],
 def film(config, arguments: argparse.Namespace) -> int:
     """``--video``: one game of the newest checkpoint against the newest opponent checkpoint (or the initial
     policy), filmed. ValueError / RuntimeError with one line for a bad path, missing checkpoints or no OpenGL."""
-    import torch
 
-    from .record.video import check_video_path
     from .model.network import seeded
     from .rating.video import record_mdp_episode, record_ring_match, video_pair
+    from .record.video import check_video_path
 
     check_video_path(arguments.video)
     if config["mdp"]["create"] == "vec":

@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .cli import configure_process, prepare_run, run_arguments, run_job, start_ray, usage_error
-from .config import load
+from .config import load_with_sources, refuse_ignored
+
+#: settings the vectorized learner does not read (it has no actors, seats or Ray), and why
+IGNORED_ON_VEC = (("sample", "rl.swap", "rl.opponent.rule", "ray"),
+                  "a vectorized task (mdp.create: vec) trains in this process without actors: its environments are "
+                  "mdp.vec.num_envs, its rollouts mdp.vec.horizon steps long, agent 0 is the learner")
+IGNORED_ON_FLEET = (("mdp.vec",), "mdp.vec applies to a vectorized task only (mdp.create: vec)")
 
 
 def build_trainer(config: Mapping[str, Any]) -> Any:
@@ -39,7 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = run_arguments("train.py", __doc__, argv)
     config: Mapping[str, Any] | None = None
     try:
-        config = load(args.config, args.modify)
+        config, sources = load_with_sources(args.config, args.modify)
+        refuse_ignored(config, sources, *(IGNORED_ON_VEC if config["mdp"]["create"] == "vec" else IGNORED_ON_FLEET))
         if args.debug:
             config["ray"]["local_mode"] = True
         root = Path(config["root"])

@@ -25,3 +25,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def no_signal_handler_left_behind():
+    """A test that installs a signal handler must put the previous one back."""
+    import signal
+
+    watched = (signal.SIGALRM, signal.SIGINT)
+    before = {number: signal.getsignal(number) for number in watched}
+    yield
+    changed = [signal.Signals(number).name for number in watched if signal.getsignal(number) is not before[number]]
+    for number in watched:
+        signal.signal(number, before[number])
+    assert not changed, f"the test left signal handlers installed: {changed}"

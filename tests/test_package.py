@@ -3,6 +3,7 @@ from any directory with its defaults and bundled configs (no checkout beside it)
 
 from __future__ import annotations
 
+import shutil
 import site
 import subprocess
 import sys
@@ -19,8 +20,14 @@ def installed(tmp_path_factory) -> Path:
     """The python of a fresh venv holding only the wheel (the dependencies are reached through a path file that
     names this interpreter's site-packages, so nothing is downloaded)."""
     root = tmp_path_factory.mktemp("wheel")
+    source = root / "source"          # a clean copy: setuptools' build/ folder would keep files deleted since
+    for name in ("pyproject.toml", "README.md"):
+        source.mkdir(exist_ok=True)
+        shutil.copy(REPOSITORY / name, source / name)
+    shutil.copytree(REPOSITORY / "lamarckian", source / "lamarckian",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(root / "dist"), str(REPOSITORY)], check=True, capture_output=True, timeout=600)
+                    str(root / "dist"), str(source)], check=True, capture_output=True, timeout=600)
     wheel = next((root / "dist").glob("lamarckian-*.whl"))
     venv.EnvBuilder(with_pip=False).create(root / "env")
     python = root / "env" / "bin" / "python"

@@ -2,7 +2,8 @@
 
 from .errors import ConfigError
 from .expression import Expression, ExpressionError
-from .loader import CONFIG_DIR, DEFAULTS, load, lookup
+from .loader import CONFIG_DIR, DEFAULTS, load, load_with_sources, lookup, refuse_ignored
 from .per_device import per_device
 
-__all__ = ["CONFIG_DIR", "DEFAULTS", "ConfigError", "Expression", "ExpressionError", "load", "lookup", "per_device"]
+__all__ = ["CONFIG_DIR", "DEFAULTS", "ConfigError", "Expression", "ExpressionError", "load", "load_with_sources",
+           "lookup", "per_device", "refuse_ignored"]

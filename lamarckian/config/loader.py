@@ -276,6 +276,12 @@ def load(files: Iterable[str] = (), modifications: Iterable[str] = (), *, defaul
 
     Raises :class:`ConfigError` (one line naming key and file) for any problem; starts nothing.
     """
+    return load_with_sources(files, modifications, defaults=defaults, ranges=ranges)[0]
+
+
+def load_with_sources(files: Iterable[str] = (), modifications: Iterable[str] = (), *, defaults: Path = DEFAULTS,
+                      ranges: bool = False) -> tuple[dict[str, Any], Sources]:
+    """:func:`load`, and which file (or ``-m``) set each key the user set."""
     sources = Sources()
     schema = read_yaml(defaults)
     config = copy.deepcopy(schema)
@@ -289,4 +295,17 @@ def load(files: Iterable[str] = (), modifications: Iterable[str] = (), *, defaul
     validate(config, resolve_references(schema, Sources()), sources, ranges=ranges)
     config = _expressions_to_text(config)
     config["root"] = os.path.expanduser(str(config.get("root") or ""))
-    return config
+    return config, sources
+
+
+def refuse_ignored(config: dict[str, Any], sources: Sources, prefixes: Iterable[str], why: str) -> None:
+    """ConfigError naming the first key under ``prefixes`` that a file or ``-m`` set (the defaults do not count):
+    the chosen program would ignore it, ``why``."""
+    for key, origin in sources.by_key.items():
+        if any(key == prefix or key.startswith(f"{prefix}.") for prefix in prefixes):
+            try:
+                leaf = not isinstance(lookup(config, key), dict)
+            except KeyError:
+                leaf = True
+            if leaf:
+                raise ConfigError(f"{key} (from {origin}) has no effect here: {why}")

@@ -81,5 +81,73 @@ def _convert(value: Any, hint: Any) -> Any:
     if target is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if typing.get_origin(target) is tuple and isinstance(value, (list, tuple)):
-        return tuple(value)
+        element = typing.get_args(target)[0] if typing.get_args(target) else None
+        return tuple(_convert(item, element) for item in value)
     return value
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSettings(Section):
+    """``train``: the learner's optimizer and batch (see lamarckian.yml)."""
+
+    KEY = "train"
+
+    lr: float
+    lr_schedule: str
+    lr_horizon: float
+    grad_clip: float | None
+    batch: int
+    threads: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SampleSettings(Section):
+    """``sample``: the actor fleet (actors, environments per actor, segment length, back-pressure, CPUs each)."""
+
+    KEY = "sample"
+
+    actors: int
+    num_cpus: float
+    envs: int
+    truncation: int
+    credits: int
+    eval: int
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointSettings(Section):
+    """``evaluator.checkpoint``: seconds between checkpoints, how many are kept."""
+
+    KEY = "evaluator.checkpoint"
+
+    interval: float
+    keep: int
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluatorSettings(Section):
+    """``evaluator``: evaluation cadence and size, the stop rule, what a run records (``checkpoint`` is
+    :class:`CheckpointSettings`)."""
+
+    KEY = "evaluator"
+    OTHER_KEYS = ("checkpoint",)
+
+    interval: float
+    episodes: int
+    opponent: str
+    max_steps: int
+    terminate: str | None
+    tensorboard: bool
+    progress: bool
+    wandb: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class OpponentSettings(Section):
+    """``rl.opponent``: who plays the other seats in training games (``pool`` is the pool's own section)."""
+
+    KEY = "rl.opponent"
+    OTHER_KEYS = ("pool",)
+
+    rule: float
+    deterministic: float

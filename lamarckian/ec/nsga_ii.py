@@ -11,25 +11,24 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..config.sections import Section
 from .base import Algorithm
-from .individual import Individual
 from .deap_tools import crossover, mutate, non_dominated_fronts, ranks_and_crowding, select_survivors
+from .individual import Individual
 from .space import SearchSpace
 
 
 @dataclasses.dataclass(frozen=True)
-class NSGA2Settings:
+class NSGA2Settings(Section):
     """``ec.nsga_ii``: see lamarckian.yml."""
 
-    crossover: float = 0.9
-    eta_crossover: float = 15.0
-    mutation: float | None = None
-    eta_mutation: float = 20.0
-    weight_noise: float = 0.0
+    KEY = "ec.nsga_ii"
 
-    @classmethod
-    def from_mapping(cls, mapping: Mapping[str, Any]) -> "NSGA2Settings":
-        return cls(**mapping)
+    crossover: float
+    eta_crossover: float
+    mutation: float | None
+    eta_mutation: float
+    weight_noise: float
 
 
 class NSGA2(Algorithm):

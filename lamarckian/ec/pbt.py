@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping
+from typing import Mapping
 
+from ..config.sections import Section
 from .base import SlotAlgorithm
 from .individual import Individual
 from .operators import quantiles, significantly_better
@@ -17,16 +18,18 @@ EXPLORES = ("perturb", "resample")
 
 
 @dataclasses.dataclass(frozen=True)
-class PBTSettings:
+class PBTSettings(Section):
     """``ec.pbt``: see lamarckian.yml."""
 
-    quantile: float = 0.2
-    exploit: str = "truncation"
-    significance: float = 0.05
-    explore: str = "perturb"
-    factors: tuple[float, ...] = (0.8, 1.2)
-    resample: float = 0.25
-    ready: int = 1
+    KEY = "ec.pbt"
+
+    quantile: float
+    exploit: str
+    significance: float
+    explore: str
+    factors: tuple[float, ...]
+    resample: float
+    ready: int
 
     def __post_init__(self) -> None:
         if self.exploit not in EXPLOITS:
@@ -37,10 +40,6 @@ class PBTSettings:
             raise ValueError(f"ec.pbt.quantile must be in (0, 0.5], got {self.quantile}")
         if not self.factors:
             raise ValueError("ec.pbt.factors must list at least one factor")
-
-    @classmethod
-    def from_mapping(cls, mapping: Mapping[str, Any]) -> "PBTSettings":
-        return cls(**{**mapping, "factors": tuple(float(f) for f in mapping["factors"])})
 
 
 class PBT(SlotAlgorithm):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+from ..config.sections import Section
 from .base import SlotAlgorithm
 from .individual import Individual
 from .operators import softmax_of_z_scores
@@ -14,16 +15,14 @@ from .space import SearchSpace
 
 
 @dataclasses.dataclass(frozen=True)
-class TournamentSettings:
+class TournamentSettings(Section):
     """``ec.tournament``: see lamarckian.yml."""
 
-    leaderboard: int | None = None
-    temperature: float = 1.0
-    stagger: bool = True
+    KEY = "ec.tournament"
 
-    @classmethod
-    def from_mapping(cls, mapping: Mapping[str, Any]) -> "TournamentSettings":
-        return cls(**mapping)
+    leaderboard: int | None
+    temperature: float
+    stagger: bool
 
 
 class Tournament(SlotAlgorithm):

@@ -8,6 +8,7 @@ sections, ``rl.swap`` or ``rl.opponent.rule`` (or the players' spaces) gets fres
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import socket
@@ -20,6 +21,7 @@ import torch
 from .. import rpc
 from ..cli import configure_process
 from ..config import Expression
+from ..config.sections import EvaluatorSettings, SampleSettings
 from ..model import to_blob
 from ..rl import Learner
 from ..rl.evaluator import Evaluator
@@ -141,14 +143,14 @@ class PopulationLearner:
         learner.publish()
         started, cost, iterations = time.monotonic(), learner.cost, learner.iteration
         TrainingLoop(learner).run(stop=RoundStopper(config["ec"]["train"]["stopper"], learner, task.get("scale", 1.0)))
-        evaluator = Evaluator({"interval": 0.0, "episodes": int(config["sample"]["eval"]),
-                               "opponent": config["evaluator"]["opponent"], "terminate": None})
+        evaluator = Evaluator(dataclasses.replace(EvaluatorSettings.from_config(config), interval=0.0,
+                                                  episodes=SampleSettings.from_config(config).eval, terminate=None))
         summary = learner.call_all(lambda: evaluator.evaluate(learner.everyone)) if evaluator.episodes else {}
         state = learner.state_dict()
         if "opponents" in task:
             state["pool"] = None  # population self-play: the pool is the population, not the individual's
         return {"id": task["id"], "state": state, "summary": summary,
-                "episodes": [float(r["fitness"]) for r in evaluator.results], "training": dict(learner.training),
+                "episodes": [r.fitness for r in evaluator.results], "training": dict(learner.training),
                 "cost": learner.cost - cost, "iterations": learner.iteration - iterations,
                 "seconds": time.monotonic() - started, "learner": self.index, "node": _node()}
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-
 from scipy.stats import rankdata
 
+from ..config.sections import Section
 from .base import PlayerSpec
 from .simultaneous import SimultaneousMDP
 
@@ -23,23 +23,25 @@ MOVES = np.array([[0.0, 0.0], [0.0, 1.0], [0.0, -1.0], [-1.0, 0.0], [1.0, 0.0]])
 
 
 @dataclasses.dataclass(frozen=True)
-class CoinsSettings:
+class CoinsSettings(Section):
     """The ``mdp.coins`` keys: players, coins on the field, speed (per step), pick-up radius, steps, the rule's
     probability of a random move."""
 
-    players: int = 3
-    coins: int = 2
-    speed: float = 0.04
-    radius: float = 0.06
-    max_steps: int = 200
-    rule_noise: float = 0.3
+    KEY = "mdp.coins"
+
+    players: int
+    coins: int
+    speed: float
+    radius: float
+    max_steps: int
+    rule_noise: float
 
 
 class Coins(SimultaneousMDP):
     """N players racing for coins; ranked by coins at the end."""
 
     def __init__(self, settings: CoinsSettings | None = None, seed: int | None = None) -> None:
-        self.settings = s = settings or CoinsSettings()
+        self.settings = s = settings or CoinsSettings.defaults()
         if s.players < 2 or s.coins < 1:
             raise ValueError(f"mdp.coins needs players >= 2 and coins >= 1, got {s.players} and {s.coins}")
         self.random = np.random.default_rng(seed)

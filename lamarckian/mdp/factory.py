@@ -20,11 +20,11 @@ def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None) -> MDP:
     if kind == "pong":
         from .pong import Pong, PongSettings
 
-        return Pong(PongSettings(**mdp_config["pong"]), seed=seed)
+        return Pong(PongSettings.from_mapping(mdp_config["pong"]), seed=seed)
     if kind == "coins":
         from .coins import Coins, CoinsSettings
 
-        return Coins(CoinsSettings(**mdp_config["coins"]), seed=seed)
+        return Coins(CoinsSettings.from_mapping(mdp_config["coins"]), seed=seed)
     if kind == "gym":
         from .gym import GymMDP
 

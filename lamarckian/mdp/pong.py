@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from ..config.sections import Section
 from .base import PlayerSpec
 from .simultaneous import SimultaneousMDP
 
@@ -21,7 +22,7 @@ OBSERVATION_SIZE = 8
 
 
 @dataclasses.dataclass(frozen=True)
-class PongSettings:
+class PongSettings(Section):
     """The ``mdp.pong`` keys.
 
     Attributes:
@@ -36,24 +37,26 @@ class PongSettings:
         hit_reward: reward for returning the ball (shaping; 0 turns it off).
     """
 
-    score: int = 5
-    max_steps: int = 4000
-    paddle_half: float = 0.1
-    paddle_speed: float = 0.04
-    ball_speed: float = 0.03
-    speedup: float = 1.1
-    max_ball_speed: float = 0.07
-    max_bounce: float = 0.07
-    rule_speed: float = 0.5
-    rule_reaction: float = 0.4
-    hit_reward: float = 0.0
+    KEY = "mdp.pong"
+
+    score: int
+    max_steps: int
+    paddle_half: float
+    paddle_speed: float
+    ball_speed: float
+    speedup: float
+    max_ball_speed: float
+    max_bounce: float
+    rule_speed: float
+    rule_reaction: float
+    hit_reward: float
 
 
 class Pong(SimultaneousMDP):
     """Two-player Pong; actions 0 stay, 1 up, 2 down; observation of 8 floats roughly in [-1, 1]."""
 
     def __init__(self, settings: PongSettings | None = None, seed: int | None = None) -> None:
-        self.settings = settings or PongSettings()
+        self.settings = settings or PongSettings.defaults()
         self.random = np.random.default_rng(seed)
         bound = np.full(OBSERVATION_SIZE, 2.0, np.float32)
         self.spec = PlayerSpec(gymnasium.spaces.Box(-bound, bound, dtype=np.float32), gymnasium.spaces.Discrete(3))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 import gymnasium
 import numpy as np
@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from torch.distributions import Categorical, Normal
 
+from ..config.sections import Section
 from .normalizer import RunningNormalizer
 from .observation import ObservationBatcher
 
@@ -30,7 +31,7 @@ def seeded(seed: int) -> Iterator[None]:
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelSettings:
+class ModelSettings(Section):
     """The ``model`` keys.
 
     Attributes:
@@ -45,22 +46,21 @@ class ModelSettings:
             leaves PPO's ratios unchanged).
     """
 
-    hidden: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"
-    shared: bool = False
-    normalize_observation: bool = True
-    normalize_value: bool = True
-    log_std: float = 0.0
-    bound: str = "clip"
+    KEY = "model"
 
-    @classmethod
-    def from_mapping(cls, mapping: Mapping[str, Any]) -> "ModelSettings":
-        settings = cls(**{**mapping, "hidden": tuple(mapping.get("hidden", cls.hidden))})
-        if settings.activation not in ACTIVATIONS:
-            raise ValueError(f"model.activation={settings.activation!r}: expected one of {sorted(ACTIVATIONS)}")
-        if settings.bound not in BOUNDS:
-            raise ValueError(f"model.bound={settings.bound!r}: expected one of {BOUNDS}")
-        return settings
+    hidden: tuple[int, ...]
+    activation: str
+    shared: bool
+    normalize_observation: bool
+    normalize_value: bool
+    log_std: float
+    bound: str
+
+    def __post_init__(self) -> None:
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"model.activation={self.activation!r}: expected one of {sorted(ACTIVATIONS)}")
+        if self.bound not in BOUNDS:
+            raise ValueError(f"model.bound={self.bound!r}: expected one of {BOUNDS}")
 
 
 def _layer(layer: nn.Module, gain: float) -> nn.Module:
@@ -98,7 +98,7 @@ class ActorCritic(nn.Module):
     def __init__(self, observation_space: gymnasium.Space, action_space: gymnasium.Space,
                  settings: ModelSettings | None = None) -> None:
         super().__init__()
-        self.settings = settings = settings or ModelSettings()
+        self.settings = settings = settings or ModelSettings.defaults()
         self.batcher = ObservationBatcher(observation_space)
         self.action_space = action_space
         if self.batcher.image:

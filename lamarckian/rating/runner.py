@@ -11,6 +11,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from .. import rpc
+from ..rl.results import EpisodeResult
 from .tournament import Entrant, Tally, multiplayer_elo, plot, schedule, write_tables
 
 CHUNK = 16  # matches per Any call: enough to fill an actor's environments
@@ -34,7 +35,7 @@ def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games
     settings = rpc.RpcSettings.from_mapping(config["rpc"])
     matches = schedule(len(entrants), games, seats)
     played: list[list[int]] = []
-    outcomes: list[list[dict]] = []
+    outcomes: list[list[EpisodeResult]] = []
     tally = Tally(len(entrants))
     console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160)
     with rpc.All(actors, settings=settings) as everyone:
@@ -42,7 +43,8 @@ def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games
         with rpc.Any(actors, settings=settings) as anyone, Progress(console=console, transient=True) as progress:
             task = progress.add_task(f"{len(entrants)} checkpoints, {len(matches)} games", total=len(matches))
             chunks = [matches[i:i + CHUNK] for i in range(0, len(matches), CHUNK)]
-            for chunk, results in zip(chunks, anyone.map([("play_matches", chunk) for chunk in chunks])):
+            for chunk, wire in zip(chunks, anyone.map([("play_matches", chunk) for chunk in chunks])):
+                results = [[EpisodeResult.from_wire(seat) for seat in per_seat] for per_seat in wire]
                 for match, per_seat in zip(chunk, results):
                     tally.add(match, per_seat)
                 played += chunk
@@ -52,7 +54,7 @@ def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games
 
 
 def report(entrants: Sequence[Entrant], tally: Tally, played: Sequence[Sequence[int]],
-           outcomes: Sequence[Sequence[dict]], seats: int, out: Path, console: Console) -> tuple[Tally, np.ndarray]:
+           outcomes: Sequence[Sequence[EpisodeResult]], seats: int, out: Path, console: Console) -> tuple[Tally, np.ndarray]:
     """Ratings of a finished tournament: write the tables and plots, print the table (with sequential
     multi-player Elo from the games' ranks when games have more than two seats); the tally and Elo ratings."""
     ratings = tally.ratings()

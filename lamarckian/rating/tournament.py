@@ -13,8 +13,7 @@ import torch
 
 from ..model import to_blob
 from ..record.checkpoint import PATTERN, checkpoint_folder, run_label
-
-from ..rl.actor import pairwise_scores
+from ..rl.results import EpisodeResult, pairwise_scores
 from .elo import Elo, fit_elo
 
 
@@ -89,7 +88,7 @@ class Tally:
         self.scores = np.zeros((count, count))
         self.games = np.zeros((count, count))
 
-    def add(self, match: Sequence[int], results: Sequence[dict]) -> None:
+    def add(self, match: Sequence[int], results: Sequence[EpisodeResult]) -> None:
         """One finished game: every pair of seats counts as a game between their entrants, scored by rank
         (or fitness) through :func:`pairwise_scores`."""
         for seat, player in enumerate(match):
@@ -111,12 +110,12 @@ class Tally:
         return fit_elo(self.scores, self.games)
 
 
-def multiplayer_elo(count: int, matches: Sequence[Sequence[int]], results: Sequence[Sequence[dict]],
+def multiplayer_elo(count: int, matches: Sequence[Sequence[int]], results: Sequence[Sequence[EpisodeResult]],
                     elo: Elo = Elo()) -> np.ndarray:
     """Sequential multi-player Elo over the games in the given order (ranks from ``rank``, else fitness)."""
     ratings = np.full(count, elo.initial)
     for match, seats in zip(matches, results):
-        ranks = [r["rank"] if "rank" in r else -r["fitness"] for r in seats]
+        ranks = [r.rank if r.rank is not None else -r.fitness for r in seats]
         ratings[list(match)] = elo.update_ranks(list(ratings[list(match)]), ranks)
     return ratings
 

@@ -9,14 +9,14 @@ import numpy as np
 import torch
 
 from .. import rpc
+from ..config.sections import EvaluatorSettings, OpponentSettings, SampleSettings
 from ..mdp import MDP, Controller, create_mdp, wrap_controller
 from ..model import ActorCritic, ModelSettings, load_blob
 from ..model.network import seeded
 from ..model.stacked import StackedPolicies
 from .inference import BatchedInference, Policy, PopulationPolicy, Server
+from .results import NONE, POOL, RULE, SELF, EpisodeResult, pairwise_scores
 from .segment import Lane, stack_lanes
-
-RULE, SELF = "rule", "self"
 
 
 def build_model(mdp: MDP, model_config: Mapping[str, Any]) -> ActorCritic:
@@ -28,14 +28,6 @@ def build_model(mdp: MDP, model_config: Mapping[str, Any]) -> ActorCritic:
 def actor_seed(seed: int, index: int, slot: int) -> int:
     """A distinct, reproducible seed per (run seed, actor, environment slot)."""
     return (seed * 1_000_003 + index * 10_007 + slot) % (2**31)
-
-
-def pairwise_scores(own: Mapping[str, Any], others: Sequence[Mapping[str, Any]]) -> list[float]:
-    """A player's score (1, 0.5, 0) against each other player of one game: by ``rank`` (lower is better)
-    when the results have one, else by ``fitness``."""
-    key, sign = ("rank", -1.0) if "rank" in own else ("fitness", 1.0)
-    return [1.0 if sign * own[key] > sign * other[key] else 0.5 if own[key] == other[key] else 0.0
-            for other in others]
 
 
 @rpc.gather
@@ -65,10 +57,10 @@ class Actor:
             torch.set_num_threads(1)
             torch.manual_seed(actor_seed(config["seed"], index, 0))
         self.mdp_config = config["mdp"]
-        self.envs = int(config["sample"]["envs"])
-        self.truncation = int(config["sample"]["truncation"])
-        self.rule_probability = float(config["rl"]["opponent"]["rule"])
-        self.mean_probability = float(config["rl"]["opponent"]["deterministic"])
+        sample = SampleSettings.from_config(config)
+        self.envs, self.truncation = sample.envs, sample.truncation
+        opponent = OpponentSettings.from_config(config)
+        self.rule_probability, self.mean_probability = opponent.rule, opponent.deterministic
         self.swap = bool(config["rl"]["swap"])
         self.seed, self.index = int(config["seed"]), index
         self.random = np.random.default_rng(actor_seed(config["seed"], index, 1))
@@ -91,7 +83,7 @@ class Actor:
         if pool is not None:
             self.set_pool(*pool)
         self.lanes = [Lane() for _ in range(self.envs)]
-        self.results: list[dict[str, Any]] = []
+        self.results: list[EpisodeResult] = []    # the training episodes finished since the last segment
         self.steps = 0
         self.loop = asyncio.new_event_loop()
         self.inference = BatchedInference()
@@ -100,7 +92,7 @@ class Actor:
         self.ready: asyncio.Future | None = None
         self.eval_mdps: list[MDP] = []
         self.eval_seed = actor_seed(config["seed"] + 7919, index, 0)
-        self.max_steps = int(config["evaluator"].get("max_steps") or 0)   # decisions per evaluation episode
+        self.max_steps = EvaluatorSettings.from_config(config).max_steps   # decisions per evaluation episode
 
     # ---- weights -------------------------------------------------------------------------------------------
     def set_weights(self, version: int, blob: np.ndarray) -> int:
@@ -129,7 +121,8 @@ class Actor:
 
     # ---- sampling ------------------------------------------------------------------------------------------
     def sample(self) -> dict[str, Any]:
-        """The next segment: arrays ``[T, L]`` (L = environments), the episodes finished meanwhile, env steps."""
+        """The next :class:`Segment` (wire form): arrays ``[T, L]`` (L = environments), the episodes finished
+        meanwhile, env steps."""
         if self.failure is not None:
             raise self.failure
         if not self.tasks:
@@ -139,10 +132,9 @@ class Actor:
         self.ready = self.loop.create_future()
         self._check_ready()
         self.loop.run_until_complete(self.ready)
-        segment = stack_lanes([lane.take(self.truncation) for lane in self.lanes])
-        segment["results"], self.results = self.results, []
-        segment["steps"], self.steps = self.steps, 0
-        return segment
+        segment = stack_lanes([lane.take(self.truncation) for lane in self.lanes], self.steps, self.results)
+        self.results, self.steps = [], 0
+        return segment.to_wire()
 
     def _on_slot_done(self, task: asyncio.Task) -> None:
         if task.cancelled():
@@ -156,23 +148,22 @@ class Actor:
                 lane.ready(self.truncation) for lane in self.lanes):
             self.ready.set_result(None)
 
-    def _pick_opponents(self) -> tuple[int, list[tuple[int, int]], Any]:
-        """(learner seat, [(opponent seat, pool index)], label) for a new episode; label is ``"rule"``, the
-        snapshot id (one opponent) or the list of ids (several), or None in a one-player MDP."""
+    def _pick_opponents(self) -> tuple[int, list[tuple[int, int]], str, list[int]]:
+        """(learner seat, [(opponent seat, pool index)], opponent kind: ``rule``, ``pool`` or ``none``, the pool
+        snapshot ids) for a new episode (the ids now: the pool may change while the episode runs)."""
         if self.seats == 1:
-            return 0, [], None
+            return 0, [], NONE, []
         learner = int(self.random.integers(self.seats)) if self.swap else 0
         others = [seat for seat in range(self.seats) if seat != learner]
         if not self.pool_ids or (self.rule_probability > 0 and self.random.random() < self.rule_probability):
-            return learner, [], RULE
-        picks = self.random.choice(len(self.pool_ids), size=len(others), p=self.pool_probabilities)
-        ids = [self.pool_ids[int(p)] for p in picks]
-        return learner, [(seat, int(p)) for seat, p in zip(others, picks)], ids[0] if len(ids) == 1 else ids
+            return learner, [], RULE, []
+        picks = [int(p) for p in self.random.choice(len(self.pool_ids), size=len(others), p=self.pool_probabilities)]
+        return learner, list(zip(others, picks)), POOL, [self.pool_ids[p] for p in picks]
 
     async def _run_slot(self, slot: int) -> None:
         mdp, lane = self.mdps[slot], self.lanes[slot]
         while True:
-            learner, opponents, label = self._pick_opponents()
+            learner, opponents, kind, snapshot_ids = self._pick_opponents()
             episode = mdp.reset(learner, *(seat for seat, _ in opponents))
             controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
             players = [self._learn(controllers[0], lane)]
@@ -180,11 +171,10 @@ class Actor:
             server = self.pool_policy_mean if mean else self.pool_policy
             players += [self._play(c, server, self.model, index) for c, (_, index) in zip(controllers[1:], opponents)]
             await asyncio.gather(*players, *episode.ticks)
-            result = controllers[0].get_result()
-            result["opponent"] = label
-            if isinstance(label, list):
-                result["scores"] = pairwise_scores(result, [c.get_result() for c in controllers[1:]])
-            self.results.append(result)
+            own = EpisodeResult.of(controllers[0].get_result(), opponent=kind, snapshots=snapshot_ids)
+            if opponents:
+                own.scores = pairwise_scores(own, [EpisodeResult.of(c.get_result()) for c in controllers[1:]])
+            self.results.append(own)
 
     async def _learn(self, controller: Controller, lane: Lane) -> None:
         batcher = self.model.batcher
@@ -227,13 +217,14 @@ class Actor:
     # ---- evaluation ----------------------------------------------------------------------------------------
     def _run_episodes(self, jobs: Sequence[tuple[list[int], Sequence[tuple[Server, int]]]]) -> list[list[dict]]:
         """Play one episode per job ``(seats, [(server, tag) per seat])`` on the evaluation environments, as
-        many at once as there are environments; each job's per-seat results. Uses its own event loop, so
+        many at once as there are environments; each job's per-seat results (wire form of
+        :class:`EpisodeResult`). Uses its own event loop, so
         sampling is paused meanwhile."""
         while len(self.eval_mdps) < min(len(jobs), self.envs):
             self.eval_mdps.append(create_mdp(self.mdp_config, seed=self.eval_seed + len(self.eval_mdps)))
         inference = BatchedInference()
         queue = list(enumerate(jobs))
-        results: list[list[dict]] = [[] for _ in jobs]
+        results: list[list[dict[str, Any]]] = [[] for _ in jobs]
 
         async def run(mdp: MDP) -> None:
             while queue:
@@ -249,7 +240,8 @@ class Actor:
                     await asyncio.gather(*ticks, return_exceptions=True)
                 else:
                     await asyncio.gather(*ticks)
-                results[number] = [{**c.get_result(), "capped": any(capped)} for c in controllers]
+                results[number] = [EpisodeResult.of(c.get_result(), capped=any(capped)).to_wire()
+                                   for c in controllers]
 
         async def run_all() -> None:
             await asyncio.gather(*(run(mdp) for mdp in self.eval_mdps))
@@ -279,9 +271,8 @@ class Actor:
             others = [s for s in range(self.seats) if s != seat] if newest is not None else []
             jobs.append(([seat, *others], [(learner, 0)] + [(newest, 0)] * len(others)))
         results = [per_seat[0] for per_seat in self._run_episodes(jobs)]
-        for result in results:
-            result["opponent"] = opponent if self.seats > 1 else None
-        return results
+        kind = opponent if self.seats > 1 else NONE
+        return [{**result, "opponent": kind} for result in results]
 
     def set_population(self, blobs: Sequence[np.ndarray]) -> int:
         """Policies for :meth:`play_matches` (one architecture, stacked for one batched forward)."""

@@ -9,21 +9,22 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..config import Expression
+from ..config.sections import EvaluatorSettings
+from .results import EpisodeResult
 
 
-def summarize(results: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Means over episode results: ``fitness``, ``win`` (nan when not a game), each objective; ``episodes``."""
+def summarize(results: Sequence[EpisodeResult]) -> dict[str, float]:
+    """Means over episode results: ``fitness``, ``win`` (nan when not a game), each objective; ``episodes``;
+    ``capped``, the share cut at ``evaluator.max_steps``, when there was one."""
     if not results:
         return {"episodes": 0.0, "fitness": math.nan, "win": math.nan}
-    wins = [r["win"] for r in results if r.get("win") is not None]
-    summary = {"episodes": float(len(results)), "fitness": float(np.mean([r["fitness"] for r in results])),
+    wins = [r.win for r in results if r.win is not None]
+    summary = {"episodes": float(len(results)), "fitness": float(np.mean([r.fitness for r in results])),
                "win": float(np.mean(wins)) if wins else math.nan}
-    if any(r.get("capped") for r in results):      # episodes ended by evaluator.max_steps, not by the game
-        summary["capped"] = float(np.mean([bool(r.get("capped")) for r in results]))
-    names = sorted({name for r in results for name in (r.get("objectives") or {})})
-    for name in names:
-        values = [r["objectives"][name] for r in results if name in (r.get("objectives") or {})]
-        summary[name] = float(np.mean(values))
+    if any(r.capped for r in results):              # episodes ended by evaluator.max_steps, not by the game
+        summary["capped"] = float(np.mean([r.capped for r in results]))
+    for name in sorted({name for r in results for name in r.objectives}):
+        summary[name] = float(np.mean([r.objectives[name] for r in results if name in r.objectives]))
     return summary
 
 
@@ -34,15 +35,14 @@ class Evaluator:
         settings: the ``evaluator`` section (interval in seconds, episodes, opponent, terminate expression).
     """
 
-    def __init__(self, settings: Mapping[str, Any]) -> None:
-        self.interval = float(settings["interval"])
-        self.episodes = int(settings["episodes"])
-        self.opponent = settings["opponent"]
-        source = settings.get("terminate")
-        self.terminate = Expression(str(source)) if source not in (None, "") else None
+    def __init__(self, settings: EvaluatorSettings) -> None:
+        self.settings = settings
+        self.interval = settings.interval
+        self.episodes = settings.episodes
+        self.opponent = settings.opponent
+        self.terminate = Expression(settings.terminate) if settings.terminate else None
         self.last = -math.inf
-        self.max_steps = int(settings.get("max_steps") or 0)   # decisions per evaluation episode (0: no cap)
-        self.results: list[dict[str, Any]] = []  # the latest evaluation's episode results
+        self.results: list[EpisodeResult] = []  # the latest evaluation's episode results
         self.history: list[dict[str, Any]] = []  # every evaluation of the run: time, cost, iteration, summary
         self.latest: dict[str, float] = {"episodes": 0.0, "fitness": math.nan, "win": math.nan}
 
@@ -55,7 +55,8 @@ class Evaluator:
         count = len(everyone)
         shares = [self.episodes // count + (1 if i < self.episodes % count else 0) for i in range(count)]
         per_actor = everyone("evaluate", max(shares), self.opponent)
-        results = [r for share, actor_results in zip(shares, per_actor) for r in actor_results[:share]]
+        results = [EpisodeResult.from_wire(r) for share, actor_results in zip(shares, per_actor)
+                   for r in actor_results[:share]]
         self.results = results
         self.latest = summarize(results)
         return self.latest

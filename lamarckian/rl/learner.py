@@ -7,10 +7,10 @@ run loop's (:mod:`.loop`).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import math
-import contextlib
 import time
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from .. import rpc
+from ..config.sections import EvaluatorSettings, SampleSettings, TrainSettings
 from ..mdp import create_mdp
 from ..model import to_blob
 from ..model.network import seeded
@@ -29,6 +30,8 @@ from .evaluator import Evaluator, summarize
 from .loop import Trainer
 from .pool import OpponentPool, PoolSettings
 from .ppo import PPO, PPOSettings
+from .results import POOL, RULE, EpisodeResult
+from .segment import Segment
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +66,9 @@ class Learner(Trainer):
             self.model = build_model(probe, config["model"])
         probe.close()
         self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
-        self.batch_steps = int(config["train"]["batch"])
-        self.evaluator = Evaluator(config["evaluator"])
+        self.sample = SampleSettings.from_config(config)
+        self.batch_steps = TrainSettings.from_config(config).batch
+        self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         self.iteration = self.cost = 0
         self.elapsed = 0.0
         self.pool = self._initial_pool(config["rl"]["opponent"]["pool"]) if self.seats > 1 else None
@@ -98,13 +102,13 @@ class Learner(Trainer):
             return Actor(*arguments, own_process=False)
         import ray
 
-        return ray.remote(num_cpus=self.config["sample"]["num_cpus"], max_restarts=0)(Actor).remote(*arguments)
+        return ray.remote(num_cpus=self.sample.num_cpus, max_restarts=0)(Actor).remote(*arguments)
 
     def start_actors(self) -> None:
         settings = rpc.RpcSettings.from_mapping(self.config["rpc"])
-        self.actors = [self._spawn() for _ in range(int(self.config["sample"]["actors"]))]
+        self.actors = [self._spawn() for _ in range(self.sample.actors)]
         self.everyone = rpc.All(self.actors, settings=settings)
-        self.gather = rpc.Gather(self.everyone, credits=int(self.config["sample"]["credits"]))
+        self.gather = rpc.Gather(self.everyone, credits=self.sample.credits)
 
     def publish(self) -> None:
         """Send the current weights and the opponent pool to every actor and wait. For a learner whose network
@@ -168,19 +172,19 @@ class Learner(Trainer):
         self.everyone = self.gather = None
 
     # ---- training ------------------------------------------------------------------------------------------
-    def _collect(self) -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
+    def _collect(self) -> tuple[list[Segment], int, list[EpisodeResult]]:
         """Segments worth ``train.batch`` env steps (stale ones dropped), their env steps, finished episodes."""
         segments, steps, results = [], 0, []
         limit = self.ppo.settings.max_staleness
         while steps < self.batch_steps:
             try:
-                segment = self.gather()
+                segment = Segment.from_wire(self.gather())
             except rpc.ActorDiedError as error:
                 self._replace(error)
                 continue
-            steps += int(segment["steps"])
-            results.extend(segment["results"])
-            if self.version - int(segment["version"]) > limit:
+            steps += segment.steps
+            results.extend(segment.results)
+            if self.version - segment.version > limit:
                 self.dropped += 1
                 continue
             segments.append(segment)
@@ -201,8 +205,8 @@ class Learner(Trainer):
         if self.pool is not None:
             self._update_pool(results, blob)
         training = summarize(results)
-        for kind, against in (("rule", [r for r in results if r.get("opponent") == "rule"]),
-                              ("pool", [r for r in results if isinstance(r.get("opponent"), (int, list))])):
+        for kind in (RULE, POOL):
+            against = [r for r in results if r.opponent == kind]
             if against:
                 training[f"win_{kind}"] = summarize(against)["win"]
         if results:
@@ -227,15 +231,16 @@ class Learner(Trainer):
         pool.add(blob, iteration=0)
         return pool
 
-    def _update_pool(self, results: list[dict[str, Any]], blob: np.ndarray) -> None:
+    def _update_pool(self, results: list[EpisodeResult], blob: np.ndarray) -> None:
         """Record the games against snapshots, freeze the learner when the add rule holds, send the pool."""
         for result in results:
-            opponents = result.get("opponent")
-            if isinstance(opponents, list):  # N players: the learner's score against each seat's snapshot
-                for opponent, score in zip(opponents, result["scores"]):
-                    self.pool.record(opponent, score)
-            elif isinstance(opponents, int) and result.get("win") is not None:
-                self.pool.record(opponents, float(result["win"]))
+            if result.opponent != POOL:
+                continue
+            if len(result.snapshots) == 1 and result.win is not None:      # two players: the game's outcome
+                self.pool.record(result.snapshots[0], result.win)
+            else:                               # N players: the learner's score against each seat's snapshot
+                for snapshot_id, score in zip(result.snapshots, result.scores):
+                    self.pool.record(snapshot_id, score)
         added = {}
         if not self.pool_frozen and self.pool.should_add(self.iteration):
             snapshot = self.pool.add(blob, self.iteration)
@@ -253,7 +258,7 @@ class Learner(Trainer):
             yield
 
     def opening_line(self) -> str:
-        return f"training: {int(self.config['sample']['actors'])} actors × {self.config['sample']['envs']} environments"
+        return f"training: {self.sample.actors} actors × {self.sample.envs} environments"
 
     def evaluate(self) -> dict[str, float]:
         """``evaluator.episodes`` deterministic episodes split over the actors against ``evaluator.opponent``."""

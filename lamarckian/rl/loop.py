@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Mapping
 
+from ..config.sections import CheckpointSettings
 from ..record import Checkpoints, CsvLog, Progress, Scalars, format_number, plain
 from ..record.checkpoint import CHECKPOINT_FORMAT, process_rng_state, restore_process_rng, upgrade_checkpoint
 from ..record.wandb import WandbScalars
@@ -94,14 +95,13 @@ class TrainingLoop:
     def __init__(self, trainer: Trainer, root: Path | None = None) -> None:
         self.trainer = trainer
         self.root = root
-        settings = trainer.config["evaluator"]
-        self.settings = settings
-        keep = int(settings["checkpoint"]["keep"])
-        self.checkpoints = Checkpoints(root / "checkpoints", keep) if root is not None else None
+        self.settings = settings = trainer.evaluator.settings
+        checkpoint = CheckpointSettings.from_config(trainer.config)
+        self.checkpoints = Checkpoints(root / "checkpoints", checkpoint.keep) if root is not None else None
         self.snapshots = Checkpoints(root / "snapshots", SNAPSHOTS_KEPT) if root is not None else None
         self.evaluations = CsvLog(root / "evaluations.csv") if root is not None else None
-        self.checkpoint_interval = float(settings["checkpoint"]["interval"])
-        self.wandb = WandbScalars(settings.get("wandb"), root, trainer.config)
+        self.checkpoint_interval = checkpoint.interval
+        self.wandb = WandbScalars(settings.wandb, root, trainer.config)
         self.progress = Progress(False)
 
     # ---- checkpoints ---------------------------------------------------------------------------------------
@@ -153,36 +153,18 @@ class TrainingLoop:
         at the end, a checkpoint every ``evaluator.checkpoint.interval`` seconds and at the end (Ctrl-C: one
         checkpoint, then KeyboardInterrupt goes on). The latest evaluation's summary."""
         trainer, settings = self.trainer, self.settings
-        scalars = Scalars(self.root / "tensorboard" if self.root is not None and settings["tensorboard"] else None)
+        scalars = Scalars(self.root / "tensorboard" if self.root is not None and settings.tensorboard else None)
         wandb = self.wandb
         wandb.open()
-        self.progress = Progress(settings["progress"])
-        clock = time.monotonic() - trainer.elapsed
-        last_checkpoint = time.monotonic()
+        self.progress = Progress(settings.progress)
         self.progress.print(f"{trainer.opening_line()}, run directory {self.root}")
         if self.snapshots is not None and not self.snapshots.paths():
             self._snapshot()                                  # the initial policy opens the run's rating curve
         rule = "the stopper" if stop is not None else (trainer.evaluator.terminate.source
                                                        if trainer.evaluator.terminate else "no rule")
         try:
-            with trainer.running():
-                while True:
-                    stats = trainer.step()
-                    trainer.elapsed = time.monotonic() - clock
-                    iteration_scalars = trainer.scalars(stats)
-                    scalars.write(trainer.cost, iteration_scalars)
-                    wandb.write(trainer.cost, iteration_scalars)
-                    fields = self._fields(stats)
-                    self.progress.update(fields)
-                    evaluated = trainer.evaluator.due() and self._evaluate(fields, scalars, wandb)
-                    done = self._should_stop(stop)
-                    if done and not evaluated and trainer.evaluator.episodes > 0:
-                        self._evaluate(fields, scalars, wandb)    # every run ends with its final weights evaluated
-                    if done:
-                        break
-                    if time.monotonic() - last_checkpoint >= self.checkpoint_interval:
-                        self.save()
-                        last_checkpoint = time.monotonic()
+            with trainer.running():                           # actors start before the clock does
+                self._iterate(stop, scalars, wandb)
         except KeyboardInterrupt:
             self.save()
             self.progress.print("interrupted; checkpoint saved" if self.root is not None else "interrupted")
@@ -197,6 +179,29 @@ class TrainingLoop:
                             f"{format_number(trainer.cost)} env steps, {trainer.elapsed:.0f}s"
                             + (f"; {trainer.evaluation_line(latest)}" if latest.get("episodes") else ""))
         return latest
+
+    def _iterate(self, stop: StopRule | None, scalars: Scalars, wandb: WandbScalars) -> None:
+        """Steps until the stop rule holds: scalars and the status line every step, evaluations and checkpoints
+        when due, an evaluation of the final weights."""
+        trainer = self.trainer
+        clock = time.monotonic() - trainer.elapsed
+        last_checkpoint = time.monotonic()
+        while True:
+            stats = trainer.step()
+            trainer.elapsed = time.monotonic() - clock
+            iteration_scalars = trainer.scalars(stats)
+            scalars.write(trainer.cost, iteration_scalars)
+            wandb.write(trainer.cost, iteration_scalars)
+            fields = self._fields(stats)
+            self.progress.update(fields)
+            evaluated = trainer.evaluator.due() and self._evaluate(fields, scalars, wandb)
+            if self._should_stop(stop):
+                if not evaluated and trainer.evaluator.episodes > 0:
+                    self._evaluate(fields, scalars, wandb)        # every run ends with its final weights evaluated
+                return
+            if time.monotonic() - last_checkpoint >= self.checkpoint_interval:
+                self.save()
+                last_checkpoint = time.monotonic()
 
     def _should_stop(self, stop: StopRule | None) -> bool:
         trainer = self.trainer
@@ -215,8 +220,8 @@ class TrainingLoop:
         """Evaluate (the status line says so meanwhile), record it, print it; whether there was an evaluation."""
         trainer = self.trainer
         self.progress.update({**fields, "evaluating": f"{trainer.evaluator.episodes} episodes…"})
+        trainer.evaluator.last = time.monotonic()        # the interval runs from one evaluation's start to the next
         summary = trainer.evaluate()
-        trainer.evaluator.last = time.monotonic()
         line = " | ".join(f"{k} {v}" for k, v in fields.items())
         if not summary:
             self.progress.print(line)

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from ..config import Expression
+from ..config.sections import Section
 from .window import ScoreWindow, outcome_score
 
 CHOOSERS = ("uniform", "latest", "pfsp")
@@ -44,16 +45,19 @@ class Snapshot:
 
 
 @dataclasses.dataclass(frozen=True)
-class PoolSettings:
-    """The ``rl.opponent.pool`` keys (see lamarckian.yml)."""
+class PoolSettings(Section):
+    """The ``rl.opponent.pool`` keys (see lamarckian.yml; ``initial`` is the learner's)."""
 
-    capacity: int = 20
-    add: str = "self.win_rate > 0.7 or self.iterations_since_add >= 50"
-    games_to_check: int = 50
-    chooser: str = "pfsp"
-    weighting: str = "squared"
-    decay: float = 0.99
-    latest_share: float = 0.8
+    KEY = "rl.opponent.pool"
+    OTHER_KEYS = ("initial",)
+
+    capacity: int
+    add: str
+    games_to_check: int
+    chooser: str
+    weighting: str
+    decay: float
+    latest_share: float
 
     def __post_init__(self) -> None:
         if self.chooser not in CHOOSERS:
@@ -62,10 +66,6 @@ class PoolSettings:
             raise ValueError(f"rl.opponent.pool.weighting={self.weighting!r}: expected one of {WEIGHTINGS}")
         if self.capacity < 1 or not 0 < self.decay <= 1 or not 0 <= self.latest_share <= 1:
             raise ValueError("rl.opponent.pool: capacity >= 1, 0 < decay <= 1, 0 <= latest_share <= 1")
-
-    @classmethod
-    def from_mapping(cls, mapping: Mapping[str, Any]) -> "PoolSettings":
-        return cls(**{k: v for k, v in mapping.items() if k != "initial"})
 
 
 def pfsp_weight(win_rate: float, weighting: str) -> float:

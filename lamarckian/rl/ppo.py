@@ -14,31 +14,34 @@ import torch
 from torch import nn
 
 from ..config import per_device
+from ..config.sections import default_config
 from ..model import ActorCritic
+from .segment import Segment
 
 LR_SCHEDULES = ("constant", "linear", "adaptive")
 
 
 @dataclasses.dataclass(frozen=True)
 class PPOSettings:
-    """PPO hyper-parameters (from ``rl``, ``rl.ppo`` and ``train``; see lamarckian.yml)."""
+    """PPO hyper-parameters (from ``rl``, ``rl.ppo`` and ``train``; see lamarckian.yml, the only place with
+    defaults: :meth:`defaults` reads them)."""
 
-    discount: float = 0.99
-    gae: float = 0.95
-    clip: float = 0.2
-    clip_value: float | None = 0.2
-    epochs: int = 4
-    minibatches: int = 4
-    normalize_advantage: bool = True
-    critic: float = 0.5
-    entropy: float = 0.01
-    lr: float = 3e-4
-    lr_schedule: str = "constant"
-    lr_horizon: float = 1e6
-    kl_target: float = 0.01
-    grad_clip: float | None = 0.5
-    rho: float = 1.0
-    max_staleness: int = 8
+    discount: float
+    gae: float
+    clip: float
+    clip_value: float | None
+    epochs: int
+    minibatches: int
+    normalize_advantage: bool
+    critic: float
+    entropy: float
+    lr: float
+    lr_schedule: str
+    lr_horizon: float
+    kl_target: float
+    grad_clip: float | None
+    rho: float
+    max_staleness: int
 
     def __post_init__(self) -> None:
         if self.lr_schedule not in LR_SCHEDULES:
@@ -58,6 +61,11 @@ class PPOSettings:
                    entropy=weights["entropy"], lr=train["lr"], lr_schedule=train["lr_schedule"],
                    lr_horizon=train["lr_horizon"], kl_target=ppo["kl_target"], grad_clip=train.get("grad_clip"),
                    rho=ppo["rho"], max_staleness=ppo["max_staleness"])
+
+    @classmethod
+    def defaults(cls, device_type: str = "cpu", **changes: Any) -> "PPOSettings":
+        """The packaged defaults with ``changes``."""
+        return dataclasses.replace(cls.from_config(default_config(), device_type), **changes)
 
 
 def vtrace_advantages(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, truncated: torch.Tensor,
@@ -146,14 +154,14 @@ class PPO:
         if state.get("ppo_generator") is not None:
             self.generator.set_state(state["ppo_generator"])
 
-    def prepare(self, segments: list[Mapping[str, Any]], version: int) -> dict[str, torch.Tensor]:
+    def prepare(self, segments: list[Segment], version: int) -> dict[str, torch.Tensor]:
         """Flat batch ``(N, ...)`` with advantages and targets computed by the current network, on its device.
         Segment fields are numpy arrays (from remote actors) or tensors (from a vectorized task, already there)."""
         model = self.model
         device = next(model.parameters()).device
 
         def cat(name: str) -> torch.Tensor:
-            parts = [s[name] for s in segments]
+            parts = [getattr(s, name) for s in segments]
             if isinstance(parts[0], torch.Tensor):
                 return torch.cat(parts, dim=1).to(device)
             return torch.from_numpy(np.concatenate(parts, axis=1)).to(device)
@@ -180,13 +188,13 @@ class PPO:
             old_values = normalized.reshape(steps, lanes)
         else:
             old_values = values
-        staleness = torch.tensor([version - s["version"] for s in segments], dtype=torch.float32, device=device)
+        staleness = torch.tensor([version - s.version for s in segments], dtype=torch.float32, device=device)
         return {"observations": flat, "actions": actions.reshape(steps * lanes, *actions.shape[2:]),
                 "log_probs": behaviour.reshape(-1), "advantages": advantages.reshape(-1),
                 "targets": targets.reshape(-1), "old_values": old_values.reshape(-1), "staleness": staleness,
                 "explained_variance": explained}
 
-    def update(self, segments: list[Mapping[str, Any]], version: int, cost: int) -> dict[str, float]:
+    def update(self, segments: list[Segment], version: int, cost: int) -> dict[str, float]:
         """One PPO update over the segments; ``cost`` (env steps so far) drives the linear lr schedule."""
         settings = self.settings
         if settings.lr_schedule == "linear":

@@ -4,7 +4,6 @@ dict contract) plus who the opponents were, and send it as a plain dict (nothing
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Mapping, Sequence
 
 RULE, SELF, POOL, NONE = "rule", "self", "pool", "none"
@@ -72,7 +71,3 @@ def pairwise_scores(own: EpisodeResult, others: Sequence[EpisodeResult]) -> list
         return -float(result.rank) if ranked else float(result.fitness)
 
     return [1.0 if key(own) > key(other) else 0.5 if key(own) == key(other) else 0.0 for other in others]
-
-
-def mean_or_nan(values: Sequence[float]) -> float:
-    return float(sum(values) / len(values)) if values else math.nan

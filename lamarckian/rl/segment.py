@@ -1,10 +1,62 @@
-"""Per-lane trajectory buffers cut into fixed-length segments ``[T, L]`` for the learner."""
+"""Trajectory segments ``[T, L]`` for the update (:class:`Segment`) and the per-lane buffers the actors cut them
+from (:class:`Lane`)."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, Mapping
 
 import numpy as np
+
+from .results import EpisodeResult
+
+ARRAYS = ("observations", "actions", "log_probs", "values", "rewards", "dones", "truncated", "final_values")
+
+
+@dataclasses.dataclass
+class Segment:
+    """``T`` steps of ``L`` lanes: numpy arrays from the actors, torch tensors on a vectorized task's device.
+
+    Attributes:
+        observations: ``[T, L, ...]``; actions ``[T, L, ...]`` (as sampled, before any clipping).
+        log_probs, rewards: ``[T, L]`` float; dones, truncated ``[T, L]`` (episode ended; ended by a time limit).
+        values: ``[T + 1, L]``, the behaviour policy's values; the last row bootstraps the segment.
+        final_values: ``[T, L]``, the value of the last observation of an episode cut by a time limit, else 0.
+        version: the oldest weight version that acted in it (staleness = learner version − this).
+        steps: env steps it accounts for (beyond T × L when frames are skipped).
+        results: the episodes that finished while it was recorded.
+    """
+
+    observations: Any
+    actions: Any
+    log_probs: Any
+    values: Any
+    rewards: Any
+    dones: Any
+    truncated: Any
+    final_values: Any
+    version: int
+    steps: int = 0
+    results: list[EpisodeResult] = dataclasses.field(default_factory=list)
+
+    def to_wire(self) -> dict[str, Any]:
+        """Arrays and plain data for the RPC layer (arrays travel as raw frames)."""
+        return {**{name: getattr(self, name) for name in ARRAYS}, "version": int(self.version),
+                "steps": int(self.steps), "results": [r.to_wire() for r in self.results]}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> "Segment":
+        """Undo :meth:`to_wire`; ValueError naming what is missing or not an array (a peer's malformed report)."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a segment is a mapping, got {type(data).__name__}")
+        missing = [name for name in (*ARRAYS, "version", "steps", "results") if name not in data]
+        if missing:
+            raise ValueError(f"segment without {', '.join(missing)}")
+        bad = [name for name in ARRAYS if not isinstance(data[name], np.ndarray)]
+        if bad:
+            raise ValueError(f"segment fields {', '.join(bad)} are not arrays")
+        return cls(**{name: data[name] for name in ARRAYS}, version=int(data["version"]), steps=int(data["steps"]),
+                   results=[EpisodeResult.from_wire(r) for r in data["results"]])
 
 
 class Lane:
@@ -65,8 +117,7 @@ class Lane:
         return part
 
 
-def stack_lanes(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def stack_lanes(parts: list[dict[str, Any]], steps: int, results: list[EpisodeResult]) -> Segment:
     """Lane parts ``[T]`` side by side as one segment ``[T, L]``; ``version`` is the oldest."""
-    segment = {name: np.stack([p[name] for p in parts], axis=1) for name in parts[0] if name != "version"}
-    segment["version"] = min(p["version"] for p in parts)
-    return segment
+    return Segment(**{name: np.stack([p[name] for p in parts], axis=1) for name in ARRAYS},
+                   version=min(p["version"] for p in parts), steps=steps, results=results)

@@ -12,6 +12,7 @@ import torch
 
 from ..mdp.vec import VecTask
 from ..model.stacked import StackedPolicies
+from .results import EpisodeResult
 
 
 def seat_ranks(extras: Mapping[str, torch.Tensor], num_agents: int) -> torch.Tensor:
@@ -28,13 +29,14 @@ def seat_ranks(extras: Mapping[str, torch.Tensor], num_agents: int) -> torch.Ten
 @torch.no_grad()
 def play_vec_matches(task: VecTask, stacked: StackedPolicies, matches: Sequence[Sequence[int]],
                      generator: torch.Generator | None = None, progress: Callable[[int], None] | None = None,
-                     deterministic: bool = True) -> list[list[dict]]:
+                     deterministic: bool = True) -> list[list[EpisodeResult]]:
     """Play ``matches`` (stacked policy index per seat) ``num_envs`` at a time, with mean actions
-    (``deterministic``) or sampled ones; per match, one result per seat (``{"rank": r}``). Environments left
+    (``deterministic``) or sampled ones; per match, one result per seat (its ``rank``; ``fitness`` is minus the
+    rank, a task's games having no score of their own). Environments left
     over in the last chunk replay its first match (results dropped). A game still running after twice the
     task's episode length raises RuntimeError (no evaluation can hang)."""
     envs, agents, device = task.num_envs, task.num_agents, task.device
-    results: list[list[dict]] = []
+    results: list[list[EpisodeResult]] = []
     for start in range(0, len(matches), envs):
         chunk = [list(m) for m in matches[start:start + envs]]
         seating = torch.tensor(chunk + [chunk[0]] * (envs - len(chunk)), device=device)          # (E, A)
@@ -53,7 +55,7 @@ def play_vec_matches(task: VecTask, stacked: StackedPolicies, matches: Sequence[
             steps += 1
             if steps > 2 * task.max_episode_length:
                 raise RuntimeError(f"{type(task).__name__}: games did not end within {steps} steps")
-        results += [[{"rank": int(r)} for r in row] for row in ranks[:len(chunk)].tolist()]
+        results += [[EpisodeResult(fitness=-float(r), rank=float(r)) for r in row] for row in ranks[:len(chunk)].tolist()]
         if progress is not None:
             progress(len(chunk))
     return results
@@ -67,14 +69,14 @@ def seat_rotations(player: int, others: Sequence[int], games: int) -> list[list[
             for game in range(games)]
 
 
-def outcome_counts(matches: Sequence[Sequence[int]], results: Sequence[Sequence[dict]], player: int
+def outcome_counts(matches: Sequence[Sequence[int]], results: Sequence[Sequence[EpisodeResult]], player: int
                    ) -> tuple[int, int, int]:
     """``player``'s wins, draws and losses over played matches: a win is a sole first place, a draw a shared
     first place, anything else a loss."""
     wins = draws = losses = 0
     for match, seats in zip(matches, results):
-        rank = seats[list(match).index(player)]["rank"]
-        firsts = sum(1 for seat in seats if seat["rank"] == 1)
+        rank = seats[list(match).index(player)].rank
+        firsts = sum(1 for seat in seats if seat.rank == 1)
         if rank == 1 and firsts == 1:
             wins += 1
         elif rank == 1:

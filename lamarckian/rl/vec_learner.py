@@ -25,6 +25,7 @@ import gymnasium
 import numpy as np
 import torch
 
+from ..config.sections import EvaluatorSettings, OpponentSettings
 from ..mdp.vec import VecTask, create_vec_task
 from ..model import ActorCritic, ModelSettings, to_blob
 from ..model.network import seeded
@@ -33,6 +34,7 @@ from .evaluator import Evaluator
 from .loop import Trainer
 from .pool import OpponentPool, PoolSettings
 from .ppo import PPO, PPOSettings
+from .segment import Segment
 from .vec_evaluation import VecEvaluation, evaluation_line
 from .window import ScoreWindow
 
@@ -66,11 +68,11 @@ class VecLearner(Trainer):
         self.horizon = int(vec["horizon"])
         self.initial_blob = to_blob(self.model)
         self.initial_envs = round(float(vec["initial_share"]) * task.num_envs)
-        self.pool = OpponentPool(PoolSettings.from_mapping(config["rl"]["opponent"]["pool"]))
+        self.pool = OpponentPool(PoolSettings.from_config(config))
         self.pool.add(self.initial_blob, iteration=0)
         self.generator = torch.Generator(device=self.device).manual_seed(int(config["seed"]))
-        self.mean_share = float(config["rl"]["opponent"]["deterministic"])
-        self.evaluator = Evaluator(config["evaluator"])
+        self.mean_share = OpponentSettings.from_config(config).deterministic
+        self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         self.evaluation = self._evaluation(vec, config)
         self.anneal = vec["reward"]["anneal"]
         if self.anneal and not hasattr(task, "dense_scale"):
@@ -86,7 +88,7 @@ class VecLearner(Trainer):
     def _evaluation(self, vec: Mapping[str, Any], config: Mapping[str, Any]) -> VecEvaluation | None:
         """The deterministic evaluation (None: ``evaluator.episodes`` is 0, or the task lives in an Isaac Gym
         server, which holds one task only)."""
-        games = int(config["evaluator"]["episodes"])
+        games = self.evaluator.episodes
         if games <= 0 or vec["backend"] == "isaacgym":
             return None
         return VecEvaluation(vec, games, OPPONENTS, seed=int(config["seed"]) + 1)
@@ -123,10 +125,10 @@ class VecLearner(Trainer):
         return torch.rand(self.task.num_envs, generator=self.generator, device=self.device) < self.mean_share
 
     # ---- sampling -------------------------------------------------------------------------------------------
-    def rollout(self) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor]:
+    def rollout(self) -> tuple[Segment, torch.Tensor, torch.Tensor]:
         """``horizon`` steps of every environment, on the device.
 
-        Returns a PPO segment (tensors ``[T, E, ...]``; ``values`` ``[T + 1, E]``), the game outcomes per stacked
+        Returns the segment (tensors ``[T, E, ...]``; ``values`` ``[T + 1, E]``), the game outcomes per stacked
         opponent ``(P + 1, 3)`` (wins, draws, losses of the learner; the last row: the initial policy) and
         ``(sum of returns, count, sum of lengths)`` of the episodes that finished."""
         task, model, envs, steps = self.task, self.model, self.task.num_envs, self.horizon
@@ -135,10 +137,10 @@ class VecLearner(Trainer):
             self.episode_return = torch.zeros(envs, device=self.device)
             self.episode_length = torch.zeros(envs, device=self.device)
         zeros = lambda *shape: torch.zeros(*shape, device=self.device)  # noqa: E731
-        segment: dict[str, Any] = {"observations": zeros(steps, envs, task.num_obs),
-                                   "actions": zeros(steps, envs, task.num_actions), "log_probs": zeros(steps, envs),
-                                   "values": zeros(steps + 1, envs), "rewards": zeros(steps, envs),
-                                   "dones": zeros(steps, envs)}
+        segment = Segment(observations=zeros(steps, envs, task.num_obs), actions=zeros(steps, envs, task.num_actions),
+                          log_probs=zeros(steps, envs), values=zeros(steps + 1, envs), rewards=zeros(steps, envs),
+                          dones=zeros(steps, envs), truncated=zeros(steps, envs), final_values=zeros(steps, envs),
+                          version=self.version, steps=steps * envs)
         outcomes = zeros(self.stacked.count, 3)
         returns = zeros(3)
         # a GPU pads every policy's block to all rows (learning the largest group would wait on the device); on the
@@ -155,7 +157,7 @@ class VecLearner(Trainer):
             reward, done = reward[:envs].to(self.device), done.to(self.device)
             for name, tensor in zip(("observations", "actions", "log_probs", "values", "rewards", "dones"),
                                     (own, action, log_prob, value, reward, done)):
-                segment[name][t] = tensor
+                getattr(segment, name)[t] = tensor
             finished = done.float()
             result = torch.stack([extras["win"], extras["draw"], extras["lose"]], dim=1).to(self.device).float()
             outcomes.index_add_(0, self.opponent, result * finished[:, None])
@@ -167,10 +169,7 @@ class VecLearner(Trainer):
             self.episode_length *= 1.0 - finished
             self.opponent = torch.where(done, self._draw(), self.opponent)
             self.opponent_mean = torch.where(done, self._draw_mean(), self.opponent_mean)
-        segment["values"][steps] = model.value(self.observations[:envs])
-        segment["truncated"] = zeros(steps, envs)
-        segment["final_values"] = zeros(steps, envs)
-        segment["version"] = self.version
+        segment.values[steps] = model.value(self.observations[:envs])
         return segment, outcomes, returns
 
     def record(self, outcomes: np.ndarray, returns: np.ndarray) -> None:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import collections
 import time
-from typing import Any as Value, Iterable, Iterator, Sequence
+from typing import Any as Value
+from typing import Iterable, Iterator, Sequence
 
 from .connection import Connection
 from .errors import ActorDiedError, RemoteError
@@ -262,7 +263,7 @@ class Gather:
     next one when the caller takes one (back-pressure). ``gathering(None)`` stops the loops.
     """
 
-    def __init__(self, everyone: All, credits: int = 1) -> None:
+    def __init__(self, everyone: All, credits: int = 1) -> None:  # noqa: A002 - the documented keyword
         if credits < 1:
             raise ValueError(f"credits must be at least 1, got {credits}")
         for connection in everyone.link.connections:

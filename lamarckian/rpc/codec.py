@@ -52,7 +52,7 @@ class Encoder:
         self.buffers.append(memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8)))
         return len(self.buffers) - 1
 
-    def _default(self, value: Any) -> Any:
+    def _default(self, value: Any) -> Any:  # noqa: PLR0911 - one return per payload type
         if isinstance(value, np.ndarray):
             if value.dtype.kind not in SAFE_DTYPE_KINDS:
                 return self._fallback(value)

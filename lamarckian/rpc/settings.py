@@ -5,14 +5,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+from ..config.sections import Section, default_config, lookup_section
+
 SERIALIZERS = ("msgpack", "pickle")
 BULK_MACS = ("aes-gmac", "hmac-sha256")
 RELAY_MODES = ("auto", "always", "never")
 
 
 @dataclasses.dataclass(frozen=True)
-class RpcSettings:
-    """How peers talk.
+class RpcSettings(Section):
+    """How peers talk (the ``rpc`` section; a library caller may give only some keys: the rest are the defaults).
 
     Attributes:
         timeout: seconds; a peer that does not answer heartbeats or the start handshake within it is dead.
@@ -31,15 +33,17 @@ class RpcSettings:
         host: address servers bind to; ``None`` picks 127.0.0.1 on a one-machine cluster, else the node's IP.
     """
 
-    timeout: float = 5.0
-    heartbeat: float = 1.0
-    max_message_bytes: int = 1 << 31
-    serializer: str = "msgpack"
-    bulk_mac: str = "aes-gmac"
-    curve: bool = False
-    relay: str = "auto"
-    start_timeout: float = 120.0
-    host: str | None = None
+    KEY = "rpc"
+
+    timeout: float
+    heartbeat: float
+    max_message_bytes: int
+    serializer: str
+    bulk_mac: str
+    curve: bool
+    relay: str
+    start_timeout: float
+    host: str | None
 
     def __post_init__(self) -> None:
         checks = {
@@ -66,13 +70,13 @@ class RpcSettings:
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None) -> "RpcSettings":
-        """Build from a config mapping; an unknown key raises ``KeyError`` naming it."""
+        """Build from a (partial) mapping over the defaults; an unknown key raises ``KeyError`` naming it."""
         mapping = dict(mapping or {})
         known = {field.name for field in dataclasses.fields(cls)}
         unknown = sorted(set(mapping) - known)
         if unknown:
             raise KeyError(f"unknown rpc key(s) {unknown}; known: {sorted(known)}")
-        return cls(**mapping)
+        return super().from_mapping({**lookup_section(default_config(), cls.KEY), **mapping})
 
     def to_mapping(self) -> dict[str, Any]:
         """Plain dict, suitable for sending to a remote process through Ray."""

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from lamarckian.train import main
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
@@ -20,12 +22,33 @@ REPOSITORY = Path(__file__).resolve().parents[2]
     (["--no-such-flag"], "unrecognized arguments"),
     (["-c", "mdp/gym.yml", "-m", "mdp.gym.id=NoSuchEnv-v0"], "NoSuchEnv"),
 ])
-def test_misuse_exits_2_with_one_line(tmp_path, arguments, expected):
+def test_misuse_exits_2_with_one_line(tmp_path, capsys, monkeypatch, arguments, expected):
+    monkeypatch.chdir(tmp_path)
     root = tmp_path / "run"
-    completed = subprocess.run([sys.executable, str(REPOSITORY / "train.py"), "-m", f"root={root}", *arguments],
-                               capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    lines = completed.stderr.strip().splitlines()
-    assert completed.returncode == 2, completed.stderr
-    assert len(lines) == 1 and expected in lines[0], completed.stderr
+    try:
+        code = main(["-m", f"root={root}", *arguments])
+    except SystemExit as exit_:                # argparse's own misuse exit
+        code = exit_.code
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert code == 2, captured.err
+    assert len(lines) == 1 and expected in lines[0], captured.err
     assert not root.exists()
-    assert "ray" not in completed.stdout.lower()
+    assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized()     # nothing was started
+
+
+def test_the_script_at_the_root_is_the_same_program(tmp_path):
+    completed = subprocess.run([sys.executable, str(REPOSITORY / "train.py"), "-m", f"root={tmp_path}/run",
+                                "train.lrr=0.1"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert completed.returncode == 2 and "did you mean train.lr?" in completed.stderr
+
+
+@pytest.mark.parametrize("files, change, message", [
+    (["mdp/vec/ant_sumo.yml"], "sample.envs=64", "sample.envs (from -m sample.envs=64) has no effect here"),
+    (["mdp/vec/ant_sumo.yml"], "rl.opponent.rule=0.5", "rl.opponent.rule (from -m rl.opponent.rule=0.5) has no"),
+    (["mdp/gym.yml"], "mdp.vec.horizon=8", "mdp.vec applies to a vectorized task only"),
+])
+def test_a_setting_the_trainer_would_ignore_is_refused(tmp_path, capsys, files, change, message):
+    assert main(["-c", *files, "-m", change, f"root={tmp_path}/run"]) == 2
+    error = capsys.readouterr().err
+    assert message in error and len(error.strip().splitlines()) == 1 and not (tmp_path / "run").exists()

@@ -32,7 +32,7 @@ def run_round(algorithm, fitness_of) -> list:
 
 
 def test_pbt_truncation_copies_the_top_and_perturbs():
-    pbt = PBT(space(), 5, ["fitness"], 0, PBTSettings(quantile=0.2, factors=(0.8, 1.2)))
+    pbt = PBT(space(), 5, ["fitness"], 0, PBTSettings.defaults(quantile=0.2, factors=(0.8, 1.2)))
     first = run_round(pbt, lambda ind: float(ind.id))  # individual 4 best, individual 0 worst
     assert [m.id for m in pbt.slots] == [0, 1, 2, 3, 4]  # 0 reported first, alone: nothing to compare with
     again = pbt.ask()
@@ -50,7 +50,7 @@ def test_pbt_truncation_copies_the_top_and_perturbs():
 
 
 def test_pbt_exploit_none_keeps_hyperparameters_and_weights():
-    pbt = PBT(space(), 4, ["fitness"], 0, PBTSettings(exploit="none"))
+    pbt = PBT(space(), 4, ["fitness"], 0, PBTSettings.defaults(exploit="none"))
     asked = run_round(pbt, lambda ind: float(ind.id))
     run_round(pbt, lambda ind: float(ind.id))
     assert [m.id for m in pbt.slots] == [0, 1, 2, 3] and all(m.age == 2 for m in pbt.slots)
@@ -58,7 +58,7 @@ def test_pbt_exploit_none_keeps_hyperparameters_and_weights():
 
 
 def test_pbt_ttest_exploits_only_a_significantly_better_donor():
-    pbt = PBT(space(), 2, ["fitness"], 0, PBTSettings(exploit="ttest", quantile=0.5))
+    pbt = PBT(space(), 2, ["fitness"], 0, PBTSettings.defaults(exploit="ttest", quantile=0.5))
     a, b = pbt.ask(), pbt.ask()
     pbt.tell(a, report(1.0, "a", episodes=[0.0, 2.0, 1.0, 1.0]))
     pbt.tell(b, report(1.1, "b", episodes=[0.1, 2.1, 1.2, 1.0]))  # better mean, not significantly
@@ -69,7 +69,7 @@ def test_pbt_ttest_exploits_only_a_significantly_better_donor():
 
 
 def test_tournament_leaderboard_reseeds_only_from_a_better_entry_and_staggers():
-    tournament = Tournament(space(), 3, ["fitness"], 0, TournamentSettings(leaderboard=4, temperature=0.01))
+    tournament = Tournament(space(), 3, ["fitness"], 0, TournamentSettings.defaults(leaderboard=4, temperature=0.01))
     asked = [tournament.ask() for _ in range(3)]
     assert [m.scale for m in asked] == pytest.approx([1 / 3, 2 / 3, 1.0])
     tournament.tell(asked[2], report(10.0, "strong"))
@@ -86,7 +86,7 @@ def test_tournament_leaderboard_reseeds_only_from_a_better_entry_and_staggers():
 
 
 def test_nsga2_keeps_population_size_and_the_front():
-    nsga = NSGA2(space(), 4, ["fitness", "lazy"], 0, NSGA2Settings(weight_noise=0.01))
+    nsga = NSGA2(space(), 4, ["fitness", "lazy"], 0, NSGA2Settings.defaults(weight_noise=0.01))
     points = {0: (1.0, 0.0), 1: (0.0, 1.0), 2: (0.5, 0.5), 3: (0.1, 0.1)}
     for _ in range(4):
         individual = nsga.ask()
@@ -103,10 +103,10 @@ def test_nsga2_keeps_population_size_and_the_front():
 
 
 def test_state_round_trip_keeps_slots_idle_and_random_state():
-    pbt = PBT(space(), 3, ["fitness"], 0, PBTSettings())
+    pbt = PBT(space(), 3, ["fitness"], 0, PBTSettings.defaults())
     run_round(pbt, lambda ind: float(ind.id))
     state = pbt.state_dict()
-    clone = PBT(space(), 3, ["fitness"], 0, PBTSettings())
+    clone = PBT(space(), 3, ["fitness"], 0, PBTSettings.defaults())
     clone.load_state_dict(state)
     assert [m.to_dict() for m in clone.slots] == [m.to_dict() for m in pbt.slots]
     assert clone.random.random() == pbt.random.random() and clone.next_id == pbt.next_id

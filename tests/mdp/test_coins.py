@@ -9,7 +9,7 @@ from lamarckian.mdp.coins import Coins, CoinsSettings
 
 
 def test_pick_up_ranks_and_shared_win():
-    game = Coins(CoinsSettings(players=3, coins=1, max_steps=5), seed=0)
+    game = Coins(CoinsSettings.defaults(players=3, coins=1, max_steps=5), seed=0)
     game.start(seed=0)
     game.positions[:] = [[0.5, 0.5], [0.9, 0.9], [0.1, 0.1]]
     game.coins[:] = [[0.52, 0.5]]
@@ -30,6 +30,6 @@ def test_observation_is_relative_and_seeded():
     assert np.array_equal(first.observe(1), second.observe(1))
     assert first.observe(0).shape == first.describe()[0].observation.shape
     with pytest.raises(ValueError, match="players >= 2"):
-        Coins(CoinsSettings(players=1))
+        Coins(CoinsSettings.defaults(players=1))
     with pytest.raises(ValueError, match="0..4"):
         first.step([9, 0, 0])

@@ -81,7 +81,7 @@ def test_rule_is_beatable_and_balanced():
 
 
 def test_time_limit_is_a_truncation():
-    mdp = Pong(PongSettings(max_steps=50, ball_speed=0.005), seed=0)
+    mdp = Pong(PongSettings.defaults(max_steps=50, ball_speed=0.005), seed=0)
     play(mdp, {0: lambda o: STAY, 1: lambda o: STAY}, seed=0)
     assert mdp.over and mdp.steps == 50 and mdp.timed_out and mdp.result(0)["win"] == 0.5
 

@@ -23,6 +23,7 @@ def pair():
     xla.close()
 
 
+@pytest.mark.slow
 def test_backends_agree_over_the_first_steps(pair):
     cpu, xla = pair
     torch.testing.assert_close(xla.reset(), cpu.reset(), rtol=0, atol=1e-6)
@@ -55,6 +56,7 @@ def test_masked_reset_restarts_only_the_given_environments(pair):
     torch.testing.assert_close(obs_xla[[1, E + 1]], obs_cpu[[1, E + 1]], rtol=0, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_the_shipped_joints_at_20_hz_stay_finite_and_agree():
     """Ant Sumo's config (armature 0.01, damping 0.1, 6 physics steps per control step, egocentric observations):
     MJX in float32 agrees with MuJoCo at first and stays finite through 100 control steps of random actions."""
@@ -98,6 +100,7 @@ def test_ant_battle_runs_on_cuda():
     task.close()
 
 
+@pytest.mark.slow
 def test_vec_learner_trains_on_the_mjx_backend(tmp_path):
     """The GPU path's code (MJX physics, DLPack hand-over, masked resets, on-device rollout) on CPU JAX."""
     from lamarckian.config import load
@@ -112,7 +115,7 @@ def test_vec_learner_trains_on_the_mjx_backend(tmp_path):
     learner.rollout()                            # resets every environment first
     place(learner.task, 1, 1, 3.5, 0.0)          # then the opponent of environment 1 leaves the ring
     segment, outcomes, _ = learner.rollout()
-    assert segment["dones"][0].tolist() == [0, 1, 0, 0] and outcomes.sum() == 1
+    assert segment.dones[0].tolist() == [0, 1, 0, 0] and outcomes.sum() == 1
     before = [p.detach().clone() for p in learner.model.parameters()]
     TrainingLoop(learner).run(stop=lambda trainer: trainer.iteration >= 2)
     assert any(not torch.equal(a, b) for a, b in zip(before, learner.model.parameters()))

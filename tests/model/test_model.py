@@ -35,7 +35,7 @@ def test_running_normalizer_matches_numpy():
 
 def test_gaussian_head_and_values():
     model = ActorCritic(gymnasium.spaces.Box(-1, 1, (3,), np.float32), gymnasium.spaces.Box(-2, 2, (2,), np.float32),
-                        ModelSettings(hidden=(16,)))
+                        ModelSettings.defaults(hidden=(16,)))
     observation = torch.randn(6, 3)
     action, log_prob, value = model.act(observation)
     assert action.shape == (6, 2) and log_prob.shape == (6,) and value.shape == (6,)
@@ -52,7 +52,7 @@ def test_dict_and_image_batching():
     assert batch.shape == (2, 7) and batch[0, -1] == 1 and batch[1, 4] == 1
     assert np.array_equal(batcher.convert({"a": np.ones((2, 2)), "b": 2}), batch[0])
     image = gymnasium.spaces.Box(0, 255, (64, 64, 3), np.uint8)
-    model = ActorCritic(image, gymnasium.spaces.Discrete(4), ModelSettings(hidden=(32,)))
+    model = ActorCritic(image, gymnasium.spaces.Discrete(4), ModelSettings.defaults(hidden=(32,)))
     frames = model.batcher([np.zeros((64, 64, 3), np.uint8)] * 2)
     assert frames.shape == (2, 3, 64, 64)
     assert model.act(torch.from_numpy(frames))[0].shape == (2,)
@@ -61,10 +61,10 @@ def test_dict_and_image_batching():
 @pytest.mark.parametrize("bound", ["clip", "tanh"])
 def test_continuous_actions_stay_in_bounds(bound):
     space = gymnasium.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32))
-    model = ActorCritic(gymnasium.spaces.Box(-1, 1, (3,), np.float32), space, ModelSettings(log_std=2.0, bound=bound))
+    model = ActorCritic(gymnasium.spaces.Box(-1, 1, (3,), np.float32), space, ModelSettings.defaults(log_std=2.0, bound=bound))
     actions = model.act(torch.randn(500, 3))[0].numpy()
     converted = np.stack([model.env_action(a) for a in actions])
     assert np.all(converted >= space.low) and np.all(converted <= space.high)
     assert converted.min(0)[0] < -1.5 and converted.max(0)[0] > 1.5  # the whole range is reachable
     with pytest.raises(ValueError, match="model.bound"):
-        ModelSettings.from_mapping({"bound": "sigmoid"})
+        ModelSettings.defaults(bound="sigmoid")

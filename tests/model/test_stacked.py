@@ -15,7 +15,7 @@ def population(count: int, action_space: gymnasium.Space) -> list[ActorCritic]:
     models = []
     for seed in range(count):
         torch.manual_seed(seed)
-        model = ActorCritic(space, action_space, ModelSettings(hidden=(32, 32)))
+        model = ActorCritic(space, action_space, ModelSettings.defaults(hidden=(32, 32)))
         model.observation_normalizer.update(torch.randn(50, 6) * (seed + 1))
         model.value_normalizer.update(torch.randn(50) * 5 + seed)
         models.append(model)
@@ -49,7 +49,7 @@ def test_cnn_policies_go_through_vmap():
     models = []
     for seed in range(3):
         torch.manual_seed(seed)
-        models.append(ActorCritic(image, gymnasium.spaces.Discrete(4), ModelSettings(hidden=(16,))))
+        models.append(ActorCritic(image, gymnasium.spaces.Discrete(4), ModelSettings.defaults(hidden=(16,))))
     stacked = StackedPolicies(models[0], [to_blob(m) for m in models])
     frames = torch.randint(0, 256, (3, 2, 3, 36, 36), dtype=torch.uint8)
     out, _ = stacked.outputs(frames)

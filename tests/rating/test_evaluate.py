@@ -54,17 +54,21 @@ def test_round_robin_writes_ratings_and_plots(tmp_path):
         assert (out / name).stat().st_size > 0
 
 
-def test_bad_inputs_exit_2_with_one_line(tmp_path):
+def test_bad_inputs_exit_2_with_one_line(tmp_path, capsys):
+    from lamarckian.evaluate import main
+
     empty = tmp_path / "empty"
     empty.mkdir()
-    completed = evaluate("--checkpoints", str(empty), cwd=tmp_path)
-    assert completed.returncode == 2 and completed.stderr.count("\n") == 1 and "no checkpoint-*.pt" in completed.stderr
+    assert main(["--checkpoints", str(empty)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "no checkpoint-*.pt" in error
     make_checkpoints(tmp_path / "cartpole", [], 1, files=("mdp/gym.yml",))
-    completed = evaluate("--checkpoints", str(tmp_path / "cartpole" / "checkpoints"), cwd=tmp_path)
-    assert completed.returncode == 2 and completed.stderr.count("\n") == 1
-    assert "not a checkpoint of this architecture" in completed.stderr
-    completed = evaluate("--checkpoints", str(empty), "--games", "0", cwd=tmp_path)
-    assert completed.returncode == 2 and "--games" in completed.stderr
+    assert main(["--checkpoints", str(tmp_path / "cartpole")]) == 2      # a run directory works as its folder
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "not a checkpoint of this architecture" in error
+    with pytest.raises(SystemExit) as exit_:
+        main(["--checkpoints", str(empty), "--games", "0"])
+    assert exit_.value.code == 2 and "--games" in capsys.readouterr().err
 
 
 def test_n_player_tournament_uses_ranks(tmp_path):

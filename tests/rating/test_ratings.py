@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from lamarckian.rating import Elo, SkillRating, fit_elo
+from lamarckian.rl.results import EpisodeResult
 
 
 def test_elo_by_hand():
@@ -65,7 +66,8 @@ def test_schedule_and_pairwise_tally():
     assert schedule(3, 2) == [[0, 1], [1, 0], [0, 2], [2, 0], [1, 2], [2, 1]]
     assert schedule(4, 3, seats=3)[:3] == [[0, 1, 2], [1, 2, 0], [2, 0, 1]] and len(schedule(4, 3, seats=3)) == 12
     tally = Tally(3)
-    game = [{"rank": 1.0}, {"rank": 2.5}, {"rank": 2.5}]
+    game = [EpisodeResult(fitness=0.0, rank=1.0), EpisodeResult(fitness=0.0, rank=2.5),
+            EpisodeResult(fitness=0.0, rank=2.5)]
     tally.add([2, 0, 1], game)
     assert tally.scores[2, 0] == 1 and tally.scores[0, 1] == 0.5 and tally.scores[0, 2] == 0
     assert tally.games.sum() == 6

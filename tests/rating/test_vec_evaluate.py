@@ -4,19 +4,17 @@ task itself (Ant Sumo: Bradley-Terry Elo; Ant Battle: also multi-player Elo from
 from __future__ import annotations
 
 import csv
-import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from lamarckian import evaluate
 from lamarckian.config import load
 from lamarckian.mdp.vec import AntBattle, BattleSettings
 from lamarckian.model import to_blob
 from lamarckian.model.stacked import StackedPolicies
-from lamarckian.rl.vec_games import play_vec_matches
 from lamarckian.rl.loop import TrainingLoop
+from lamarckian.rl.vec_games import play_vec_matches
 from lamarckian.rl.vec_learner import VecLearner, vec_model
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -33,6 +31,7 @@ def short_run(tmp_path: Path, config_file: str, *changes: str) -> Path:
     return tmp_path / "checkpoints"
 
 
+@pytest.mark.slow
 def test_battle_checkpoints_and_pool_get_multiplayer_elo(tmp_path, capsys):
     changes = ["mdp.vec.ants=3", "mdp.vec.num_envs.cpu=12"]
     folder = short_run(tmp_path, "mdp/vec/ant_battle.yml", *changes)
@@ -65,7 +64,7 @@ def test_every_match_gets_ranks_for_every_seat():
     results = play_vec_matches(task, stacked, [[0, 1, 2], [1, 2, 0], [2, 0, 1]])
     assert len(results) == 3 and all(len(game) == 3 for game in results)
     for game in results:
-        ranks = sorted(r["rank"] for r in game)
+        ranks = sorted(r.rank for r in game)
         assert ranks[0] == 1 and all(1 <= r <= 3 for r in ranks)
     task.close()
 

@@ -61,6 +61,7 @@ def sumo_run(tmp_path_factory) -> Path:
     return root / "checkpoints"
 
 
+@pytest.mark.slow
 def test_a_sumo_match_becomes_an_mp4_and_a_gif(sumo_run, tmp_path):
     for name, size in (("match.mp4", (320, 240)), ("match.gif", (200, 150))):
         completed = evaluate("-c", "mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "--checkpoints", str(sumo_run),

@@ -71,9 +71,9 @@ def test_pong_pool_and_rule_opponents():
     results = []
     for _ in range(200):
         results += actor.sample()["results"]
-        if len({r["opponent"] for r in results}) == 3:
+        if len({(r["opponent"], *r["snapshots"]) for r in results}) == 3:
             break
-    assert {r["opponent"] for r in results} == {"rule", 7, 9}
+    assert {(r["opponent"], *r["snapshots"]) for r in results} == {("rule",), ("pool", 7), ("pool", 9)}
     assert actor.statistics()["batch"] > 4  # the learner (8 envs) and all pool opponents each in one forward
     actor.set_pool({9: 1.0})  # 7 leaves
     assert actor.pool_ids == [9] and list(actor.pool_blobs) == [9]
@@ -112,7 +112,7 @@ def test_pool_changes_between_segments_never_stall():
     config = load([], ["sample.envs=8", "sample.truncation=16"])
     snapshots = {7: to_blob(Actor(config, 5).model), 9: to_blob(Actor(config, 6).model)}
     actor = Actor(config, 0, pool=({7: 0.5, 9: 0.5}, snapshots))
-    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("sampling stalled")))
+    previous = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("sampling stalled")))
     signal.alarm(120)
     try:
         for round_number in range(30):
@@ -120,6 +120,7 @@ def test_pool_changes_between_segments_never_stall():
             actor.set_pool({9: 1.0} if round_number % 2 else {7: 0.5, 9: 0.5}, snapshots)
     finally:
         signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)          # no test leaves a handler installed
 
 
 def test_a_failing_forward_reaches_every_waiting_player():

@@ -10,7 +10,7 @@ from lamarckian.rl.pool import OpponentPool, PoolSettings, pfsp_weight
 
 
 def pool_with(win_rates: list[float], **settings) -> OpponentPool:
-    pool = OpponentPool(PoolSettings(**{"capacity": 10, "decay": 1.0, **settings}))
+    pool = OpponentPool(PoolSettings.defaults(**{"capacity": 10, "decay": 1.0, **settings}))
     for index, rate in enumerate(win_rates):
         pool.add(np.full(3, index, np.float32), iteration=index)
         games = 100
@@ -20,14 +20,14 @@ def pool_with(win_rates: list[float], **settings) -> OpponentPool:
 
 
 def test_capacity_is_fifo():
-    pool = OpponentPool(PoolSettings(capacity=3))
+    pool = OpponentPool(PoolSettings.defaults(capacity=3))
     for iteration in range(5):
         pool.add(np.zeros(2), iteration)
     assert list(pool.snapshots) == [2, 3, 4] and len(pool) == 3
 
 
 def test_add_rule_waits_for_games_to_check():
-    pool = OpponentPool(PoolSettings(add="self.win_rate > 0.7 or self.iterations_since_add > 500", games_to_check=10))
+    pool = OpponentPool(PoolSettings.defaults(add="self.win_rate > 0.7 or self.iterations_since_add > 500", games_to_check=10))
     pool.add(np.zeros(2), 0)
     for _ in range(9):
         pool.record(0, 1.0)
@@ -41,7 +41,7 @@ def test_add_rule_waits_for_games_to_check():
 
 
 def test_decayed_statistics_and_draws():
-    pool = OpponentPool(PoolSettings(decay=0.5))
+    pool = OpponentPool(PoolSettings.defaults(decay=0.5))
     pool.add(np.zeros(2), 0)
     for score in (0.0, 0.5, 1.0):
         pool.record(0, score)

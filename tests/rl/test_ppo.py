@@ -9,6 +9,7 @@ import torch
 
 from lamarckian.model import ActorCritic, ModelSettings
 from lamarckian.rl.ppo import PPO, PPOSettings, ppo_loss, vtrace_advantages
+from lamarckian.rl.segment import Segment
 
 
 def reference_gae(rewards, values, dones, discount, lam):
@@ -62,14 +63,14 @@ def test_stale_steps_are_weighted_and_traces_cut():
 
 def test_clipped_surrogate_ignores_pushes_beyond_the_clip():
     model = ActorCritic(gymnasium.spaces.Box(-1, 1, (2,), np.float32), gymnasium.spaces.Discrete(2),
-                        ModelSettings(hidden=(8,), normalize_observation=False))
+                        ModelSettings.defaults(hidden=(8,), normalize_observation=False))
     observation = torch.randn(4, 2)
     distribution, value = model(observation)
     actions = torch.tensor([0, 1, 0, 1])
     log_probs = model.log_prob(distribution, actions).detach()
     batch = {"observations": observation, "actions": actions, "log_probs": log_probs - 1.0,  # ratio e > 1 + clip
              "advantages": torch.ones(4), "targets": value.detach(), "old_values": value.detach()}
-    settings = PPOSettings(entropy=0.0, normalize_advantage=False)
+    settings = PPOSettings.defaults(entropy=0.0, normalize_advantage=False)
     loss, stats = ppo_loss(model, batch, settings)
     loss.backward()
     assert stats["clip_fraction"] == 1.0
@@ -79,16 +80,15 @@ def test_clipped_surrogate_ignores_pushes_beyond_the_clip():
 def test_update_improves_a_bandit():
     """Action 1 pays 1, action 0 pays 0: a few updates make action 1 likely."""
     space = gymnasium.spaces.Box(-1, 1, (1,), np.float32)
-    model = ActorCritic(space, gymnasium.spaces.Discrete(2), ModelSettings(hidden=(8,)))
-    ppo = PPO(model, PPOSettings(lr=0.01, epochs=4, minibatches=2))
+    model = ActorCritic(space, gymnasium.spaces.Discrete(2), ModelSettings.defaults(hidden=(8,)))
+    ppo = PPO(model, PPOSettings.defaults(lr=0.01, epochs=4, minibatches=2))
     for _ in range(20):
         observations = np.zeros((16, 8, 1), np.float32)
         actions, log_probs, values = model.act(torch.from_numpy(observations.reshape(-1, 1)))
-        segment = {"observations": observations, "actions": actions.numpy().reshape(16, 8),
-                   "log_probs": log_probs.numpy().reshape(16, 8),
-                   "values": np.zeros((17, 8), np.float32), "rewards": actions.numpy().reshape(16, 8).astype(np.float32),
-                   "dones": np.ones((16, 8), bool), "truncated": np.zeros((16, 8), bool),
-                   "final_values": np.zeros((16, 8), np.float32), "version": 0}
+        segment = Segment(observations=observations, actions=actions.numpy().reshape(16, 8),
+                          log_probs=log_probs.numpy().reshape(16, 8), values=np.zeros((17, 8), np.float32),
+                          rewards=actions.numpy().reshape(16, 8).astype(np.float32), dones=np.ones((16, 8), bool),
+                          truncated=np.zeros((16, 8), bool), final_values=np.zeros((16, 8), np.float32), version=0)
         stats = ppo.update([segment], version=0, cost=0)
     probability = model(torch.zeros(1, 1))[0].probs[0, 1].item()
     assert probability > 0.9 and stats["samples"] == 128
@@ -96,11 +96,11 @@ def test_update_improves_a_bandit():
 
 def test_adaptive_and_linear_learning_rates():
     with pytest.raises(ValueError, match="lr_schedule"):
-        PPOSettings(lr_schedule="cosine")
+        PPOSettings.defaults(lr_schedule="cosine")
     model = ActorCritic(gymnasium.spaces.Box(-1, 1, (1,), np.float32), gymnasium.spaces.Discrete(2))
-    ppo = PPO(model, PPOSettings(lr=1.0, lr_schedule="linear", lr_horizon=100.0))
-    segment = {"observations": np.zeros((2, 2, 1), np.float32), "actions": np.zeros((2, 2), np.int64),
-               "log_probs": np.full((2, 2), np.log(0.5), np.float32), "values": np.zeros((3, 2), np.float32),
-               "rewards": np.zeros((2, 2), np.float32), "dones": np.zeros((2, 2), bool),
-               "truncated": np.zeros((2, 2), bool), "final_values": np.zeros((2, 2), np.float32), "version": 0}
+    ppo = PPO(model, PPOSettings.defaults(lr=1.0, lr_schedule="linear", lr_horizon=100.0))
+    segment = Segment(observations=np.zeros((2, 2, 1), np.float32), actions=np.zeros((2, 2), np.int64),
+                      log_probs=np.full((2, 2), np.log(0.5), np.float32), values=np.zeros((3, 2), np.float32),
+                      rewards=np.zeros((2, 2), np.float32), dones=np.zeros((2, 2), bool),
+                      truncated=np.zeros((2, 2), bool), final_values=np.zeros((2, 2), np.float32), version=0)
     assert ppo.update([segment], 0, cost=75)["lr"] == pytest.approx(0.25)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from lamarckian.config import load
 from lamarckian.record import Checkpoints
@@ -20,6 +21,7 @@ from lamarckian.rl.loop import TrainingLoop
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_sigkilled_actor_is_replaced_and_training_goes_on(ray_local, tmp_path):
     config = load(["mdp/gym.yml"], ["sample.envs=4", "sample.truncation=16", "train.batch=256",
                                     "evaluator.progress=false", f"root={tmp_path}"])
@@ -46,6 +48,7 @@ def run_train(arguments: list[str], cwd: Path, timeout: float) -> subprocess.Com
                           timeout=timeout, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_cartpole_learns(tmp_path):
     root = tmp_path / "run"
     completed = run_train(["-c", "mdp/gym.yml", "mdp/gym/cartpole.yml", "rl/ppo.yml", "-m", f"root={root}",
@@ -58,6 +61,7 @@ def test_cartpole_learns(tmp_path):
     assert list((root / "tensorboard").glob("events.out.tfevents.*"))
 
 
+@pytest.mark.slow
 def test_killed_train_py_resumes(tmp_path):
     arguments = ["-m", f"root={tmp_path}", "sample.envs=4", "sample.truncation=16", "train.batch=512",
                  "evaluator.checkpoint.interval=0.5", "evaluator.interval=1000"]

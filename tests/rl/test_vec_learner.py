@@ -45,9 +45,9 @@ def test_rollout_shapes_and_opponents_per_environment(tmp_path):
     learner = VecLearner(config)
     segment, outcomes, returns = learner.rollout()
     assert learner.task.num_obs == 52                       # 40 + the time left + 11 egocentric (the shipped config)
-    assert segment["observations"].shape == (8, 4, 52) and segment["actions"].shape == (8, 4, 8)
-    assert segment["values"].shape == (9, 4) and segment["rewards"].shape == (8, 4)
-    assert torch.all(torch.isfinite(segment["rewards"]))
+    assert segment.observations.shape == (8, 4, 52) and segment.actions.shape == (8, 4, 8)
+    assert segment.values.shape == (9, 4) and segment.rewards.shape == (8, 4)
+    assert torch.all(torch.isfinite(segment.rewards))
     assert outcomes.shape == (learner.stacked.count, 3) and outcomes.sum() == 0 and returns[1] == 0  # no game ends in 8 steps
     assert math.isnan(learner.win_rate_against_initial())
     learner.close()
@@ -65,7 +65,7 @@ def test_initial_lanes_play_the_initial_policy_and_score_against_it():
     place(learner.task, 2, 0, 3.5, 0.0)             # the learner's ant leaves it in a pool lane
     segment, outcomes, returns = learner.rollout()
     assert outcomes[2].tolist() == [1, 0, 0] and outcomes[:2].sum(0).tolist() == [0, 0, 1]
-    assert segment["dones"][0].tolist() == [1, 0, 1, 0] and segment["rewards"][0, 0] > 1900
+    assert segment.dones[0].tolist() == [1, 0, 1, 0] and segment.rewards[0, 0] > 1900
     learner.record(outcomes.numpy(), returns.numpy())
     assert learner.win_rate_against_initial() == 1.0 and learner.training["win"] == 0.5
     # a new snapshot evicts snapshot 0: games in progress keep their opponent if it is still there (at its new
@@ -101,7 +101,7 @@ def test_vec_learner_keeps_everything_on_the_gpu(tmp_path):
     learner = VecLearner(config)
     before = [p.detach().clone() for p in learner.model.parameters()]
     segment, outcomes, _ = learner.rollout()
-    assert segment["observations"].is_cuda and outcomes.is_cuda and learner.opponent.is_cuda
+    assert segment.observations.is_cuda and outcomes.is_cuda and learner.opponent.is_cuda
     assert all(t.is_cuda for t in learner.stacked.parameters.values())
     TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.iteration >= 3)
     assert all(p.is_cuda for p in learner.model.parameters())

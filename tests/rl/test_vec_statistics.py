@@ -10,8 +10,8 @@ import pytest
 
 from lamarckian.config import load
 from lamarckian.model import to_blob
-from lamarckian.rl.pool import OpponentPool
 from lamarckian.rl.loop import TrainingLoop
+from lamarckian.rl.pool import OpponentPool
 from lamarckian.rl.vec_learner import VecLearner
 from lamarckian.rl.window import ScoreWindow
 

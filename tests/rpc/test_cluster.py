@@ -41,7 +41,7 @@ def test_all_any_gather_across_three_nodes_with_relays(cluster):
     actors = [place(ray, node, tag) for tag, node in enumerate(nodes)]
     assert ray.get([actor.node.remote() for actor in actors]) == nodes
 
-    everyone = All(actors, settings=RpcSettings(relay="auto"))
+    everyone = All(actors, settings=RpcSettings.defaults(relay="auto"))
     blob = np.random.default_rng(0).random(2**20)  # 8 MB
     sent_before = everyone.link.bytes_sent
     assert everyone("checksum", blob) == pytest.approx([blob.sum()] * 5)

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from lamarckian.rpc import ProtocolError, RpcSettings
-from lamarckian.rpc import codec
+from lamarckian.rpc import ProtocolError, RpcSettings, codec
 from lamarckian.rpc.wire import Kind, Wire
 
 SECRET = b"s" * 32
@@ -63,12 +62,12 @@ def test_tensor_with_grad_is_sent_detached():
 
 
 def test_received_arrays_are_views_of_the_frames_no_copy():
-    wire = Wire(SECRET, RpcSettings())
+    wire = Wire(SECRET, RpcSettings.defaults())
     frames = [bytearray(memoryview(f)) for f in wire.pack(Kind.CALL, 1, {"x": np.arange(100000, dtype=np.float32)})]
     message = wire.unpack(frames)
     array = message.value["x"]
     assert np.shares_memory(array, np.frombuffer(frames[1], np.uint8))
-    tensor = Wire(SECRET, RpcSettings()).unpack(
+    tensor = Wire(SECRET, RpcSettings.defaults()).unpack(
         [bytearray(memoryview(f)) for f in wire.pack(Kind.CALL, 2, torch.arange(10.0))]).value
     assert tensor.sum().item() == 45.0
 
@@ -111,7 +110,7 @@ def test_lying_headers_are_malformed(ext, buffers, match):
 
 
 def test_wire_rejects_tampering_version_size_and_truncation():
-    wire = Wire(SECRET, RpcSettings(max_message_bytes=1 << 20))
+    wire = Wire(SECRET, RpcSettings.defaults(max_message_bytes=1 << 20))
     frames = [bytes(memoryview(f)) for f in wire.pack(Kind.CALL, 7, ["f", [np.ones(20000)], {}])]
     assert wire.unpack(frames).request_id == 7
     tampered = list(frames)
@@ -120,7 +119,7 @@ def test_wire_rejects_tampering_version_size_and_truncation():
         wire.unpack(tampered)
     assert info.value.reason == "unauthenticated"
     with pytest.raises(ProtocolError) as info:
-        Wire(b"x" * 32, RpcSettings()).unpack(frames)
+        Wire(b"x" * 32, RpcSettings.defaults()).unpack(frames)
     assert info.value.reason == "unauthenticated"
     old = [frames[0][:2] + bytes([0]) + frames[0][3:], *frames[1:]]
     assert pytest.raises(ProtocolError, wire.unpack, old).value.reason == "version"
@@ -132,7 +131,7 @@ def test_wire_rejects_tampering_version_size_and_truncation():
 
 @pytest.mark.parametrize("bulk_mac", ["aes-gmac", "hmac-sha256"])
 def test_large_frames_are_authenticated_with_either_bulk_mac(bulk_mac):
-    wire = Wire(SECRET, RpcSettings(bulk_mac=bulk_mac))
+    wire = Wire(SECRET, RpcSettings.defaults(bulk_mac=bulk_mac))
     frames = [bytearray(memoryview(f)) for f in wire.pack(Kind.REPLY, 1, np.ones(1 << 18, np.float32))]
     assert wire.unpack(frames).value.sum() == 1 << 18
     frames[1][12345] ^= 1  # one flipped bit deep inside the megabyte

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgpack
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -10,7 +11,7 @@ from lamarckian.rpc import ProtocolError, RpcSettings
 from lamarckian.rpc.wire import PREFIX_BYTES, Kind, Wire
 
 SECRET = b"f" * 32
-WIRE = Wire(SECRET, RpcSettings(max_message_bytes=1 << 16))
+WIRE = Wire(SECRET, RpcSettings.defaults(max_message_bytes=1 << 16))
 FUZZ = settings(max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -50,6 +51,7 @@ ext_payloads = st.builds(
     buffers=st.lists(st.binary(max_size=64), max_size=3),
     kind=st.integers(0, 255),
 )
+@pytest.mark.slow
 def test_authentic_but_hostile_bodies_never_crash_the_decoder(body, buffers, kind):
     """Signed with the right key (a peer holding the secret, or a bug): the decoder itself is fuzzed."""
     header_body = msgpack.packb(body, use_bin_type=True)

@@ -39,7 +39,7 @@ def test_a_reply_framed_by_the_server_is_read_by_the_package():
     value = {"obs": np.arange(6, dtype=np.float32).reshape(2, 3), "done": (True, 3)}
     body, frames = server.encode(value)
     header = server.PREFIX.pack(server.MAGIC, server.VERSION, server.REPLY, 42, secrets.token_bytes(16)) + body
-    message = wire.Wire(key, RpcSettings(bulk_mac="hmac-sha256")).unpack(
+    message = wire.Wire(key, RpcSettings.defaults(bulk_mac="hmac-sha256")).unpack(
         [header, *[bytes(f) for f in frames], server.tag(key, header, frames)])
     assert message.kind == wire.Kind.REPLY and message.request_id == 42
     assert np.array_equal(message.value["obs"], value["obs"]) and message.value["done"] == (True, 3)

@@ -18,7 +18,7 @@ from lamarckian.rpc import ActorDiedError, All, Any, Gather, RemoteError, RpcSet
 from .peers import Echo
 
 TIMEOUT = 3.0
-SETTINGS = RpcSettings(timeout=TIMEOUT, heartbeat=0.5)
+SETTINGS = RpcSettings.defaults(timeout=TIMEOUT, heartbeat=0.5)
 
 
 def spawn(ray, count: int, first_tag: int = 0) -> list:
@@ -78,6 +78,7 @@ def doomed(caller_type, ray, count: int, victim_index: int):
     return caller, victim, time.monotonic()
 
 
+@pytest.mark.slow
 def test_sigkill_during_all(ray_local):
     everyone, victim, started = doomed(All, ray_local, 3, 1)
     with pytest.raises(ActorDiedError) as info:
@@ -192,7 +193,7 @@ import time; time.sleep(0.5)
 
 
 def test_hostile_process_is_rejected_and_counted(ray_local):
-    settings = RpcSettings(timeout=TIMEOUT, heartbeat=0.5, max_message_bytes=512 * 1024)
+    settings = RpcSettings.defaults(timeout=TIMEOUT, heartbeat=0.5, max_message_bytes=512 * 1024)
     actor = spawn(ray_local, 1, first_tag=3)[0]
     with Any([actor], settings=settings) as someone:
         address = someone.link.connections[0].endpoint["address"]
@@ -218,8 +219,8 @@ def test_curve_encryption_and_decorating_a_ray_actor_class(ray_local):
             return 2 * x
 
     actors = [Encrypted.remote() for _ in range(2)]
-    with All(actors, settings=RpcSettings(curve=True, timeout=TIMEOUT)) as everyone:
+    with All(actors, settings=RpcSettings.defaults(curve=True, timeout=TIMEOUT)) as everyone:
         assert everyone.link.connections[0].endpoint["curve_public_key"]
         assert everyone("double", np.arange(3)) [1].tolist() == [0, 2, 4]
     with pytest.raises(ValueError, match="other rpc settings"):  # one server per actor, one set of settings
-        All(actors, settings=RpcSettings(curve=False))
+        All(actors, settings=RpcSettings.defaults(curve=False))

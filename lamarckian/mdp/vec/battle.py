@@ -67,7 +67,6 @@ class AntBattle(AntRing):
         return s.win_reward + (s.lose_reward - s.win_reward) * (rank.float() - 1) / (self.num_agents - 1)
 
     def _observe(self, qpos: torch.Tensor, qvel: torch.Tensor) -> torch.Tensor:
-        s = self.settings
         ring = self.ring_radius()[:, None].expand(-1, self.num_agents)
         fallen = self.fallen(qpos)
         others = qpos[:, self.others]                                                    # (E, A, A-1, 15)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import mmap
 from importlib.util import find_spec
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 import torch

@@ -56,7 +56,7 @@ class RemoteVecTask(VecTask):
     device = torch.device("cpu")
 
     def __init__(self, address: str, key: bytes, timeout: float = 60.0) -> None:
-        settings = RpcSettings(timeout=float(timeout), bulk_mac="hmac-sha256")
+        settings = RpcSettings.defaults(timeout=float(timeout), bulk_mac="hmac-sha256")
         self.address = address
         try:
             self.server = All([ServerEndpoint(address)], settings=settings, secret=key)
