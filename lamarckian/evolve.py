@@ -14,16 +14,18 @@ from typing import Any, Mapping, Sequence
 
 from .cli import configure_process, prepare_run, run_arguments, run_job, start_ray
 from .config import ConfigError, load
+from .config.sections import SampleSettings
 
 DEFAULT_FILES = ["ec/ea/pbt.yml", "ec/wrap/mdp.yml"]
 
 
 def local_cpus(config: Mapping[str, Any]) -> float:
     """CPUs a local Ray must offer so that every learner and its actors can start: on a small machine the
-    processes share its cores (Ray's CPU counts are reservations, not limits)."""
-    ec, sample = config["ec"], config["sample"]
-    learners = int(ec["learners"] or ec["population"])
-    needed = learners * (float(ec["learner_cpus"]) + int(sample["actors"]) * float(sample["num_cpus"]))
+    processes share its cores (Ray's CPU counts are reservations, not limits). ``config`` without search ranges."""
+    from .ec.settings import EvolutionSettings
+
+    ec, sample = EvolutionSettings.from_config(config), SampleSettings.from_config(config)
+    needed = ec.learner_count * (ec.learner_cpus + sample.actors * sample.num_cpus)
     return max(float(os.cpu_count() or 1), needed)
 
 
@@ -36,8 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .ec import Evolution
 
         root = Path(config["root"])
-        configure_process(config)
         evolution = Evolution(config, root)  # checks the search space and the algorithm; writes nothing
+        configure_process(evolution.config)     # the base config: search ranges resolved
     except (ConfigError, ValueError, TypeError, KeyError) as error:
         print(f"evolve.py: error: {error}", file=sys.stderr)
         return 2
@@ -52,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"resuming from {resumed} ({evolution.trained} rounds, {evolution.cost} env steps)", file=sys.stderr)
     ray_config = dict(config["ray"])
     if not ray_config.get("address") and not ray_config.get("num_cpus"):
-        ray_config["num_cpus"] = local_cpus(config)
+        ray_config["num_cpus"] = local_cpus(evolution.config)
     start_ray(ray_config)
     return run_job(evolution.run, evolution.save, evolution.close, "population checkpoint")
 

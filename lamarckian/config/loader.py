@@ -16,6 +16,7 @@ import yaml
 
 from .errors import ConfigError
 from .expression import Expression, ExpressionError
+from .sections import check_sections
 
 PACKAGE = Path(__file__).resolve().parents[1]
 DEFAULTS = PACKAGE / "lamarckian.yml"      # every key's default (package data: a wheel carries it)
@@ -295,6 +296,8 @@ def load_with_sources(files: Iterable[str] = (), modifications: Iterable[str] = 
     validate(config, resolve_references(schema, Sources()), sources, ranges=ranges)
     config = _expressions_to_text(config)
     config["root"] = os.path.expanduser(str(config.get("root") or ""))
+    if not ranges:                      # evolve.py's search ranges are checked per individual
+        check_sections(config, sources)
     return config, sources
 
 

@@ -71,6 +71,13 @@ class Section:
         return cls.from_mapping({**lookup_section(default_config(), cls.KEY), **changes})
 
 
+def _require(section: Section, **conditions: bool) -> None:
+    """ValueError ``key=value: out of range`` for the first condition that does not hold."""
+    for name, holds in conditions.items():
+        if not holds:
+            raise ValueError(f"{section.KEY}.{name}={getattr(section, name)!r}: out of range")
+
+
 def _convert(value: Any, hint: Any) -> Any:
     """YAML numbers into the field's numeric type; lists into tuples for tuple fields; the rest as it is."""
     if value is None:
@@ -99,6 +106,10 @@ class TrainSettings(Section):
     batch: int
     threads: int
 
+    def __post_init__(self) -> None:
+        _require(self, lr=self.lr >= 0, lr_horizon=self.lr_horizon > 0, batch=self.batch >= 1, threads=self.threads >= 1,
+                 grad_clip=self.grad_clip is None or self.grad_clip > 0)
+
 
 @dataclasses.dataclass(frozen=True)
 class SampleSettings(Section):
@@ -113,6 +124,10 @@ class SampleSettings(Section):
     credits: int
     eval: int
 
+    def __post_init__(self) -> None:
+        _require(self, actors=self.actors >= 1, num_cpus=self.num_cpus >= 0, envs=self.envs >= 1,
+                 truncation=self.truncation >= 1, credits=self.credits >= 1, eval=self.eval >= 0)
+
 
 @dataclasses.dataclass(frozen=True)
 class CheckpointSettings(Section):
@@ -122,6 +137,9 @@ class CheckpointSettings(Section):
 
     interval: float
     keep: int
+
+    def __post_init__(self) -> None:
+        _require(self, interval=self.interval >= 0, keep=self.keep >= 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,6 +159,9 @@ class EvaluatorSettings(Section):
     progress: bool
     wandb: str | None
 
+    def __post_init__(self) -> None:
+        _require(self, interval=self.interval >= 0, episodes=self.episodes >= 0, max_steps=self.max_steps >= 0)
+
 
 @dataclasses.dataclass(frozen=True)
 class OpponentSettings(Section):
@@ -151,3 +172,21 @@ class OpponentSettings(Section):
 
     rule: float
     deterministic: float
+
+    def __post_init__(self) -> None:
+        _require(self, rule=0 <= self.rule <= 1, deterministic=0 <= self.deterministic <= 1)
+
+
+#: the sections of this layer, built (and so checked) by ``load()``
+RUN_SECTIONS = (TrainSettings, SampleSettings, EvaluatorSettings, CheckpointSettings, OpponentSettings)
+
+
+def check_sections(config: Mapping[str, Any], sources: Any) -> None:
+    """Build every section of :data:`RUN_SECTIONS` from ``config``: a value out of range is a ConfigError naming
+    the key and the file (or ``-m``) that set it."""
+    for cls in RUN_SECTIONS:
+        try:
+            cls.from_config(config)
+        except ValueError as error:
+            key = str(error).split("=", 1)[0]
+            raise ConfigError(f"{error} (from {sources.of(key)})") from None

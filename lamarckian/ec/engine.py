@@ -14,33 +14,28 @@ from typing import Any, Iterator, Mapping
 
 from .. import rpc
 from ..config import Expression
+from ..config.sections import EvaluatorSettings, SampleSettings
 from ..record import Checkpoints, Progress, format_number
 from .base import Algorithm
 from .individual import Individual
 from .nsga_ii import NSGA2, NSGA2Settings
 from .pbt import PBT, PBTSettings
 from .records import Boards, Lineage, plot_lineage, save_weights, write_front
+from .settings import EvolutionSettings, PopulationCheckpointSettings
 from .space import SearchSpace
 from .tournament import Tournament, TournamentSettings
 from .worker import PopulationLearner
 
 log = logging.getLogger(__name__)
-ALGORITHMS = ("pbt", "nsga_ii", "tournament")
-
-
 def build_algorithm(config: Mapping[str, Any], space: SearchSpace) -> Algorithm:
     """The algorithm named by ``ec.algorithm`` with its settings section."""
-    ec = config["ec"]
-    name, size, objectives, seed = ec["algorithm"], int(ec["population"]), list(ec["objectives"]), int(config["seed"])
-    if not objectives:
-        raise ValueError("ec.objectives must name at least one objective")
-    if name == "pbt":
-        return PBT(space, size, objectives, seed, PBTSettings.from_mapping(ec["pbt"]))
-    if name == "nsga_ii":
-        return NSGA2(space, size, objectives, seed, NSGA2Settings.from_mapping(ec["nsga_ii"]))
-    if name == "tournament":
-        return Tournament(space, size, objectives, seed, TournamentSettings.from_mapping(ec["tournament"]))
-    raise ValueError(f"ec.algorithm={name!r}: expected one of {ALGORITHMS}")
+    ec = EvolutionSettings.from_config(config)
+    arguments = (space, ec.population, list(ec.objectives), int(config["seed"]))
+    if ec.algorithm == "pbt":
+        return PBT(*arguments, PBTSettings.from_config(config))
+    if ec.algorithm == "nsga_ii":
+        return NSGA2(*arguments, NSGA2Settings.from_config(config))
+    return Tournament(*arguments, TournamentSettings.from_config(config))
 
 
 class Evolution:
@@ -52,19 +47,17 @@ class Evolution:
     """
 
     def __init__(self, config: Mapping[str, Any], run: Path | None) -> None:
-        ec = config["ec"]
-        self.space = SearchSpace.from_config(config)
+        self.space = SearchSpace.from_config(config)           # ranges out of place are refused first
         self.config = self.space.base
+        self.settings = ec = EvolutionSettings.from_config(self.config)
         self.algorithm = build_algorithm(self.config, self.space)
-        size = int(ec["population"])
-        self.learner_count = int(ec["learners"] or size)
-        if not 1 <= self.learner_count <= size:
-            raise ValueError(f"ec.learners must be between 1 and ec.population ({size}), got {self.learner_count}")
-        self.stop_rule = Expression(ec["stop"])
+        self.learner_count = ec.learner_count
+        self.stop_rule = Expression(ec.stop)
         self.folder = run
         self.local = bool(config["ray"]["local_mode"])
-        self.checkpoints = Checkpoints(run / "population", int(ec["checkpoint"]["keep"])) if run else None
-        self.checkpoint_interval = float(ec["checkpoint"]["interval"])
+        checkpoint = PopulationCheckpointSettings.from_config(self.config)
+        self.checkpoints = Checkpoints(run / "population", checkpoint.keep) if run else None
+        self.checkpoint_interval = checkpoint.interval
         self.lineage = Lineage(run / "lineage.jsonl") if run else None
         self.boards = Boards(None)
         self.progress = Progress(False)
@@ -117,7 +110,7 @@ class Evolution:
             return PopulationLearner(*arguments, own_process=False)
         import ray
 
-        cpus = float(self.config["ec"]["learner_cpus"])
+        cpus = self.settings.learner_cpus
         return ray.remote(num_cpus=cpus, max_restarts=0)(PopulationLearner).remote(*arguments)
 
     def start(self) -> None:
@@ -175,21 +168,21 @@ class Evolution:
 
     def _task(self, individual: Individual) -> dict[str, Any]:
         task = individual.task()
-        if self.config["ec"]["selfplay"]:
+        if self.settings.selfplay:
             task["opponents"] = {m.id: m.state["model"] for m in self.algorithm.members()
                                  if m.id != individual.id and m.state is not None}
         return task
 
     def run(self) -> list[Individual]:
         """Evolve until ``ec.stop`` holds (rounds in flight then finish); the final population."""
-        ec = self.config["ec"]
-        if self.folder is not None and self.config["evaluator"]["tensorboard"]:
+        ec, evaluator = self.settings, EvaluatorSettings.from_config(self.config)
+        if self.folder is not None and evaluator.tensorboard:
             self.boards = Boards(self.folder / "tensorboard")
-        self.progress = Progress(self.config["evaluator"]["progress"])
+        self.progress = Progress(evaluator.progress)
         if self.someone is None:
             self.start()
-        self.progress.print(f"evolving: {ec['algorithm']}, population {ec['population']}, {self.learner_count} "
-                            f"learners × {self.config['sample']['actors']} actors, searching "
+        self.progress.print(f"evolving: {ec.algorithm}, population {ec.population}, {self.learner_count} "
+                            f"learners × {SampleSettings.from_config(self.config).actors} actors, searching "
                             f"{', '.join(d.key for d in self.space) or 'nothing'}; run directory {self.folder}")
         last_save, window = time.monotonic(), (time.monotonic(), self.cost)
         for call, outcome in self.someone.as_completed(self._calls()):

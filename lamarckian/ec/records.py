@@ -94,9 +94,11 @@ def write_front(root: Path, front: Sequence[Individual], members: Sequence[Indiv
     keys = sorted({k for m in front for k in m.hparams})
     text = io.StringIO()
     writer = csv.writer(text)
-    writer.writerow(["id", "fitness", *names, *keys])
+    extra = ["fitness"] if "fitness" not in names else []          # a column once, even when it is an objective
+    writer.writerow(["id", *extra, *names, *keys])
     for member in front:
-        writer.writerow([member.id, member.fitness, *member.objectives, *(member.hparams[k] for k in keys)])
+        writer.writerow([member.id, *([member.fitness] if extra else []), *member.objectives,
+                         *(member.hparams[k] for k in keys)])
     atomic_write(root / "front.csv", lambda stream: stream.write(text.getvalue().encode()))
     if len(names) >= 2:
         plot_front(root / "front.png", front, members, names)

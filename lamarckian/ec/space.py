@@ -76,7 +76,7 @@ class SearchSpace:
         (so it is valid as it stands). Ranges outside :data:`SEARCHABLE` and ``ec.log`` entries that are not
         searched are errors."""
         defaults = read_yaml(DEFAULTS)
-        logs = set(config["ec"]["log"])
+        logs = set(config["ec"]["log"])          # read before the ranges are resolved: no typed section yet
         dimensions = []
         for key, value in _leaves(config):
             try:

@@ -26,6 +26,7 @@ from ..model import to_blob
 from ..rl import Learner
 from ..rl.evaluator import Evaluator
 from ..rl.loop import TrainingLoop
+from .settings import RoundSettings
 from .space import with_values
 
 #: config sections the sampling actors are built from (besides ``mdp``): a change restarts them.
@@ -142,7 +143,8 @@ class PopulationLearner:
             learner.play_against(self._blobs(learner, task["opponents"]))
         learner.publish()
         started, cost, iterations = time.monotonic(), learner.cost, learner.iteration
-        TrainingLoop(learner).run(stop=RoundStopper(config["ec"]["train"]["stopper"], learner, task.get("scale", 1.0)))
+        stopper = RoundStopper(RoundSettings.from_config(config).stopper, learner, task.get("scale", 1.0))
+        TrainingLoop(learner).run(stop=stopper)
         evaluator = Evaluator(dataclasses.replace(EvaluatorSettings.from_config(config), interval=0.0,
                                                   episodes=SampleSettings.from_config(config).eval, terminate=None))
         summary = learner.call_all(lambda: evaluator.evaluate(learner.everyone)) if evaluator.episodes else {}

@@ -21,6 +21,9 @@ REPOSITORY = Path(__file__).resolve().parents[2]
     (["-m", "train.lr"], "expected key.path=value"),
     (["--no-such-flag"], "unrecognized arguments"),
     (["-c", "mdp/gym.yml", "-m", "mdp.gym.id=NoSuchEnv-v0"], "NoSuchEnv"),
+    (["-m", "sample.envs=0"], "sample.envs=0: out of range (from -m sample.envs=0)"),
+    (["-m", "rl.opponent.rule=1.5"], "rl.opponent.rule=1.5: out of range"),
+    (["-m", "evaluator.checkpoint.keep=0"], "evaluator.checkpoint.keep=0: out of range"),
 ])
 def test_misuse_exits_2_with_one_line(tmp_path, capsys, monkeypatch, arguments, expected):
     monkeypatch.chdir(tmp_path)

@@ -12,7 +12,7 @@ from lamarckian.config import ConfigError, load
 from lamarckian.config.sections import Section, lookup_section
 
 MODULES = ("lamarckian.rl.pool", "lamarckian.model.network", "lamarckian.ec.pbt", "lamarckian.ec.nsga_ii",
-           "lamarckian.ec.tournament", "lamarckian.mdp.pong", "lamarckian.mdp.coins", "lamarckian.rpc.settings")
+           "lamarckian.ec.tournament", "lamarckian.mdp.pong", "lamarckian.mdp.coins", "lamarckian.rpc.settings", "lamarckian.ec.settings")
 
 
 def sections() -> list[type[Section]]:

@@ -113,7 +113,7 @@ def test_nsga_ii_on_pong_writes_a_front(tmp_path):
     assert len(rows) >= 8 and any(r["operator"] in ("mutation", "sbx+mutation") for r in rows)
     assert all(0.0 <= r["hparams"]["mdp.idle_reward"] <= 0.05 and len(r["objectives"]) == 2 for r in rows)
     front = (root / "front.csv").read_text().splitlines()
-    assert front[0].startswith("id,fitness,fitness,lazy,mdp.idle_reward") and len(front) >= 2
+    assert front[0] == "id,fitness,lazy,mdp.idle_reward" and len(front) >= 2     # fitness once
     assert (root / "front.png").stat().st_size > 1000
     assert len(list((root / "front").glob("checkpoint-*.pt"))) == len(front) - 1
     # the front may be a single member in so short a run: rate it together with every member of the population

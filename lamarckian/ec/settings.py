@@ -1,0 +1,59 @@
+"""evolve.py's typed sections: ``ec`` (the evolution), ``ec.train`` (one round) and ``ec.checkpoint`` (the population
+checkpoints); the algorithms' own sections (``ec.pbt``, ``ec.nsga_ii``, ``ec.tournament``) live beside them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..config.sections import CheckpointSettings, Section
+
+ALGORITHMS = ("pbt", "nsga_ii", "tournament")
+
+
+@dataclasses.dataclass(frozen=True)
+class EvolutionSettings(Section):
+    """``ec``: see lamarckian.yml."""
+
+    KEY = "ec"
+    OTHER_KEYS = ("train", "checkpoint", "pbt", "nsga_ii", "tournament")
+
+    algorithm: str
+    population: int
+    learners: int | None
+    learner_cpus: float
+    log: tuple[str, ...]
+    objectives: tuple[str, ...]
+    selfplay: bool
+    stop: str
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"ec.algorithm={self.algorithm!r}: expected one of {ALGORITHMS}")
+        if not self.objectives:
+            raise ValueError("ec.objectives must name at least one objective")
+        if self.population < 1 or self.learner_cpus < 0:
+            raise ValueError("ec.population must be at least 1 and ec.learner_cpus at least 0")
+        if not 1 <= self.learner_count <= self.population:
+            raise ValueError(f"ec.learners must be between 1 and ec.population ({self.population}), "
+                             f"got {self.learner_count}")
+
+    @property
+    def learner_count(self) -> int:
+        """Learner processes training at once (``ec.learners``, or one per individual)."""
+        return self.learners or self.population
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundSettings(Section):
+    """``ec.train``: when a learner ends its round and reports."""
+
+    KEY = "ec.train"
+
+    stopper: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PopulationCheckpointSettings(CheckpointSettings):
+    """``ec.checkpoint``: seconds between population checkpoints, how many are kept."""
+
+    KEY = "ec.checkpoint"
