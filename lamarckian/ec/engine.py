@@ -115,7 +115,7 @@ class Evolution:
 
     def start(self) -> None:
         self.learners = [self._spawn() for _ in range(self.learner_count)]
-        self.someone = rpc.Any(self.learners, settings=rpc.RpcSettings.from_mapping(self.config["rpc"]))
+        self.someone = rpc.Any(self.learners, settings=rpc.RpcSettings.from_config(self.config))
 
     def _replace(self, error: rpc.ActorDiedError, individual: Individual) -> None:
         """Swap a dead learner for a new one; its individual is trained again from its stored state."""

@@ -11,6 +11,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from .. import rpc
+from ..config.sections import SampleSettings
 from ..rl.results import EpisodeResult
 from .tournament import Entrant, Tally, multiplayer_elo, plot, schedule, write_tables
 
@@ -24,15 +25,15 @@ def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games
     sequential multi-player Elo from the games' ranks."""
     from ..rl import Actor
 
-    count = int(config["sample"]["actors"])
+    sample = SampleSettings.from_config(config)
     if local:
-        actors = [Actor(config, index) for index in range(count)]
+        actors = [Actor(config, index) for index in range(sample.actors)]
     else:
         import ray
 
-        remote = ray.remote(num_cpus=config["sample"]["num_cpus"])(Actor)
-        actors = [remote.remote(config, index) for index in range(count)]
-    settings = rpc.RpcSettings.from_mapping(config["rpc"])
+        remote = ray.remote(num_cpus=sample.num_cpus)(Actor)
+        actors = [remote.remote(config, index) for index in range(sample.actors)]
+    settings = rpc.RpcSettings.from_config(config)
     matches = schedule(len(entrants), games, seats)
     played: list[list[int]] = []
     outcomes: list[list[EpisodeResult]] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import logging
 import math
 import time
@@ -19,6 +20,7 @@ import numpy as np
 import torch
 
 from .. import rpc
+from ..config import lookup
 from ..config.sections import EvaluatorSettings, SampleSettings, TrainSettings
 from ..mdp import create_mdp
 from ..model import to_blob
@@ -71,7 +73,7 @@ class Learner(Trainer):
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         self.iteration = self.cost = 0
         self.elapsed = 0.0
-        self.pool = self._initial_pool(config["rl"]["opponent"]["pool"]) if self.seats > 1 else None
+        self.pool = self._initial_pool(config) if self.seats > 1 else None
         self.pool_frozen = False
 
     # ---- state ---------------------------------------------------------------------------------------------
@@ -105,7 +107,7 @@ class Learner(Trainer):
         return ray.remote(num_cpus=self.sample.num_cpus, max_restarts=0)(Actor).remote(*arguments)
 
     def start_actors(self) -> None:
-        settings = rpc.RpcSettings.from_mapping(self.config["rpc"])
+        settings = rpc.RpcSettings.from_config(self.config)
         self.actors = [self._spawn() for _ in range(self.sample.actors)]
         self.everyone = rpc.All(self.actors, settings=settings)
         self.gather = rpc.Gather(self.everyone, credits=self.sample.credits)
@@ -127,8 +129,8 @@ class Learner(Trainer):
     def play_against(self, members: Mapping[int, np.ndarray]) -> None:
         """Self-play against a population: the opponent pool becomes exactly ``members`` (id → weight blob), drawn
         by the configured chooser, and no snapshots of the learner are added. Call :meth:`publish` afterwards."""
-        settings = dict(self.config["rl"]["opponent"]["pool"], capacity=max(1, len(members)))
-        self.pool = OpponentPool(PoolSettings.from_mapping(settings))
+        settings = dataclasses.replace(PoolSettings.from_config(self.config), capacity=max(1, len(members)))
+        self.pool = OpponentPool(settings)
         for member_id, blob in members.items():
             self.pool.add(blob, self.iteration, snapshot_id=int(member_id))
         self.pool_frozen = True
@@ -218,12 +220,14 @@ class Learner(Trainer):
         return stats
 
     # ---- self-play -----------------------------------------------------------------------------------------
-    def _initial_pool(self, settings: Mapping[str, Any]) -> OpponentPool:
-        """The pool with its first opponent: the initial policy, or the weights of ``pool.initial`` (a checkpoint)."""
-        pool = OpponentPool(PoolSettings.from_mapping(settings))
+    def _initial_pool(self, config: Mapping[str, Any]) -> OpponentPool:
+        """The pool with its first opponent: the initial policy, or the weights of ``rl.opponent.pool.initial`` (a
+        checkpoint file)."""
+        pool = OpponentPool(PoolSettings.from_config(config))
         blob = to_blob(self.model)
-        if settings.get("initial"):
-            path = Path(settings["initial"]).expanduser()
+        initial = lookup(config, "rl.opponent.pool.initial")
+        if initial:
+            path = Path(initial).expanduser()
             state = upgrade_checkpoint(torch.load(path, map_location="cpu", weights_only=True), path)
             opponent = copy.deepcopy(self.model)
             opponent.load_state_dict(state["model"])

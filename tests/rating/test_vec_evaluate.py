@@ -46,6 +46,7 @@ def test_battle_checkpoints_and_pool_get_multiplayer_elo(tmp_path, capsys):
     assert "multi-player Elo" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_sumo_checkpoints_are_rated(tmp_path):
     folder = short_run(tmp_path, "mdp/vec/ant_sumo.yml", "mdp.vec.num_envs.cpu=6")
     out = tmp_path / "evaluation"
