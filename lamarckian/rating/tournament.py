@@ -129,7 +129,7 @@ def write_tables(folder: Path, entrants: Sequence[Entrant], tally: Tally, rating
         writer.writerow(["name", "iteration", "env_steps", "seconds", "elo", "score"])
         for entrant, rating, score in zip(entrants, ratings, overall):
             writer.writerow([entrant.name, entrant.iteration, entrant.cost, f"{entrant.elapsed:.1f}",
-                             f"{rating:.1f}", f"{score:.4f}"])
+                             f"{rating:.6f}", f"{score:.6f}"])   # full precision: the file is data
     with open(folder / "winrate.csv", "w", newline="") as stream:
         writer = csv.writer(stream)
         writer.writerow(["row scored against column", *(e.name for e in entrants)])
