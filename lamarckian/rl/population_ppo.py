@@ -1,0 +1,163 @@
+"""PPO for a population of P members of one architecture in ONE batched update (fastpbrl-style, in torch).
+
+The members' parameters are stacked (``(P, ...)`` per tensor); every minibatch step runs the PPO loss of all members
+at once (``torch.func.vmap`` of ``grad`` over ``functional_call``), clips each member's gradient by its own norm and
+takes a per-member Adam step with the member's own learning rate and moments. Each member shuffles its batch with
+its own generator, so the update equals P separate :class:`~lamarckian.rl.ppo.PPO` updates on the same batches
+(``tests/rl/test_population_ppo.py``: max abs difference ≤ 1e-5), at about the cost of one on a GPU.
+
+Members must share the PPO settings except the learning rate (a vectorized population searches ``train.lr``; other
+searched PPO keys need separate learners). Advantages and targets are computed per member by
+:meth:`PPO.prepare` on the member's own module (:meth:`PopulationPPO.members` keeps those in step).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Mapping, Sequence
+
+import torch
+from torch import nn
+from torch.func import functional_call, grad, stack_module_state
+
+from ..model import ActorCritic
+from .ppo import PPOSettings, ppo_loss
+
+BETAS, EPS = (0.9, 0.999), 1e-5   # what PPO's torch.optim.Adam uses
+
+
+class _Loss(nn.Module):
+    """The PPO loss of one member as a module call, so that ``functional_call`` can swap its parameters."""
+
+    def __init__(self, model: ActorCritic, settings: PPOSettings) -> None:
+        super().__init__()
+        self.model, self.settings = model, settings
+
+    def forward(self, batch: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        return ppo_loss(self.model, batch, self.settings)
+
+
+class PopulationPPO:
+    """P members trained by one batched PPO update.
+
+    Args:
+        models: the members (one architecture); they stay usable as modules: after each update their parameters
+            hold the member's new weights.
+        settings: the PPO settings every member shares (``lr`` is overridden by ``lrs``).
+        lrs: each member's learning rate ``(P,)``.
+        seeds: each member's minibatch-shuffling seed (as :class:`PPO`'s ``seed``).
+    """
+
+    def __init__(self, models: Sequence[ActorCritic], settings: PPOSettings, lrs: Sequence[float],
+                 seeds: Sequence[int]) -> None:
+        if not models or len(models) != len(lrs) or len(models) != len(seeds):
+            raise ValueError(f"{len(models)} members need as many learning rates and seeds "
+                             f"(got {len(lrs)} and {len(seeds)})")
+        shapes = [[(name, tuple(p.shape)) for name, p in model.named_parameters()] for model in models]
+        if any(shape != shapes[0] for shape in shapes):
+            raise ValueError("a vectorized population needs members of one architecture (model section)")
+        self.models, self.settings, self.count = list(models), settings, len(models)
+        device = next(models[0].parameters()).device
+        losses = [_Loss(model, settings) for model in models]
+        parameters, self.buffers = stack_module_state(losses)
+        self.parameters = {name: tensor.detach().clone() for name, tensor in parameters.items()}
+        self.base = copy.deepcopy(losses[0]).to("meta")
+        self.lrs = torch.tensor([float(lr) for lr in lrs], device=device)
+        self.generators = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
+        self.moments = {name: torch.zeros_like(tensor) for name, tensor in self.parameters.items()}
+        self.squares = {name: torch.zeros_like(tensor) for name, tensor in self.parameters.items()}
+        self.steps = 0
+
+    # ---- the batched step -------------------------------------------------------------------------------------
+    def _member_loss(self, parameters: dict, buffers: dict, batch: dict) -> tuple[torch.Tensor, dict]:
+        loss, stats = functional_call(self.base, (parameters, buffers), (batch,))
+        return loss, stats
+
+    def _adam(self, grads: Mapping[str, torch.Tensor]) -> None:
+        """One Adam step per member (torch's formula; each member's own lr)."""
+        self.steps += 1
+        beta1, beta2 = BETAS
+        correction1, correction2 = 1 - beta1 ** self.steps, 1 - beta2 ** self.steps
+        for name, parameter in self.parameters.items():
+            gradient, moment, square = grads[name], self.moments[name], self.squares[name]
+            moment.mul_(beta1).add_(gradient, alpha=1 - beta1)
+            square.mul_(beta2).addcmul_(gradient, gradient, value=1 - beta2)
+            denominator = (square.sqrt() / math.sqrt(correction2)).add_(EPS)
+            step = (self.lrs / correction1).view(-1, *[1] * (parameter.dim() - 1))
+            parameter.sub_(step * moment / denominator)
+
+    def _clip(self, grads: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Scale each member's gradient to norm at most ``grad_clip`` (as ``clip_grad_norm_``); the norms ``(P,)``."""
+        squares = sum(g.reshape(self.count, -1).square().sum(1) for g in grads.values())
+        norms = squares.sqrt()
+        scale = (self.settings.grad_clip / (norms + 1e-6)).clamp(max=1.0)
+        for name, gradient in grads.items():
+            gradient.mul_(scale.view(-1, *[1] * (gradient.dim() - 1)))
+        return norms
+
+    def optimize(self, batches: Sequence[Mapping[str, torch.Tensor]]) -> list[dict[str, float]]:
+        """The minibatch epochs over P prepared batches (one per member, as :meth:`PPO.prepare` returns them, of
+        equal size): the members' parameters change in place; each member's mean statistics."""
+        settings = self.settings
+        self._read_buffers()
+        stacked = {key: torch.stack([b[key] for b in batches]) for key in batches[0]
+                   if key not in ("staleness", "explained_variance")}
+        count = stacked["advantages"].shape[1]
+        size = max(1, count // settings.minibatches)
+        members = torch.arange(self.count, device=stacked["advantages"].device)[:, None]
+        gradient = torch.vmap(grad(self._member_loss, has_aux=True))
+        totals: dict[str, torch.Tensor] = {}
+        updates = 0
+        validate = torch.distributions.Distribution._validate_args
+        torch.distributions.Distribution.set_default_validate_args(False)   # no data-dependent checks in vmap
+        try:
+            for _ in range(settings.epochs):
+                orders = torch.stack([torch.randperm(count, generator=g) for g in self.generators])
+                orders = orders.to(members.device)
+                for start in range(0, count - size + 1, size):
+                    index = orders[:, start:start + size]
+                    minibatch = {key: value[members, index] for key, value in stacked.items()}
+                    grads, stats = gradient(self.parameters, self.buffers, minibatch)
+                    if settings.grad_clip is not None:
+                        stats["grad_norm"] = self._clip(grads)
+                    with torch.no_grad():
+                        self._adam(grads)
+                    for key, value in stats.items():
+                        totals[key] = totals.get(key, 0.0) + value.detach()
+                    updates += 1
+        finally:
+            torch.distributions.Distribution.set_default_validate_args(validate)
+        self._write_back()
+        means = {key: (value / max(1, updates)).tolist() for key, value in totals.items()}
+        return [{key: values[member] for key, values in means.items()} for member in range(self.count)]
+
+    def _read_buffers(self) -> None:
+        """The members' normalizer statistics (:meth:`PPO.prepare` has just updated them) into the stack."""
+        with torch.no_grad():
+            for member, model in enumerate(self.models):
+                for name, buffer in model.named_buffers():
+                    self.buffers[f"model.{name}"][member].copy_(buffer)
+
+    def _write_back(self) -> None:
+        """Copy the stacked parameters into the member modules (acting and :meth:`PPO.prepare` use those)."""
+        with torch.no_grad():
+            for member, model in enumerate(self.models):
+                for name, parameter in model.named_parameters():
+                    parameter.copy_(self.parameters[f"model.{name}"][member])
+
+    def state_dict(self) -> dict[str, Any]:
+        """Moments, step count, learning rates and generator states (the weights live in the members)."""
+        return {"moments": self.moments, "squares": self.squares, "steps": self.steps, "lrs": self.lrs,
+                "generators": [g.get_state() for g in self.generators]}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.moments = {k: v.clone() for k, v in state["moments"].items()}
+        self.squares = {k: v.clone() for k, v in state["squares"].items()}
+        self.steps, self.lrs = int(state["steps"]), state["lrs"].clone()
+        for generator, saved in zip(self.generators, state["generators"]):
+            generator.set_state(saved)
+        with torch.no_grad():
+            for member, model in enumerate(self.models):
+                for name, parameter in model.named_parameters():
+                    self.parameters[f"model.{name}"][member].copy_(parameter)

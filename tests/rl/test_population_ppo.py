@@ -1,0 +1,65 @@
+"""A vectorized population's PPO update equals P separate PPO updates on the same batches."""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium
+import numpy as np
+import pytest
+import torch
+
+from lamarckian.model import ActorCritic, ModelSettings
+from lamarckian.rl.population_ppo import PopulationPPO
+from lamarckian.rl.ppo import PPO, PPOSettings
+from lamarckian.rl.segment import Segment
+
+
+def segment(model: ActorCritic, seed: int, steps: int = 16, lanes: int = 8) -> Segment:
+    """A fixed batch: random observations, the model's own actions, random rewards and episode ends."""
+    random = np.random.default_rng(seed)
+    observations = random.normal(size=(steps, lanes, 3)).astype(np.float32)
+    actions, log_probs, values = model.act(torch.from_numpy(observations.reshape(-1, 3)),
+                                           generator=torch.Generator().manual_seed(seed))
+    shape = (steps, lanes)
+    return Segment(observations=observations, actions=actions.numpy().reshape(*shape, *actions.shape[1:]),
+                   log_probs=log_probs.numpy().reshape(shape),
+                   values=np.concatenate([values.numpy().reshape(shape), np.zeros((1, lanes), np.float32)]),
+                   rewards=random.normal(size=shape).astype(np.float32), dones=random.random(shape) < 0.1,
+                   truncated=np.zeros(shape, bool), final_values=np.zeros(shape, np.float32), version=0)
+
+
+@pytest.mark.parametrize("action_space", [gymnasium.spaces.Discrete(3),
+                                          gymnasium.spaces.Box(-1, 1, (2,), np.float32)])
+def test_four_stacked_members_take_the_same_update_as_four_learners(action_space):
+    observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (3,), np.float32)
+    settings = PPOSettings.defaults(epochs=2, minibatches=4)
+    lrs, seeds = [3e-4, 1e-3, 3e-3, 1e-2], [11, 12, 13, 14]
+    members = []
+    for seed in range(4):
+        torch.manual_seed(seed)
+        members.append(ActorCritic(observation_space, action_space, ModelSettings.defaults(hidden=(16, 16))))
+    separate = [copy.deepcopy(m) for m in members]
+    batches = [segment(m, seed) for seed, m in enumerate(members)]
+    for model, lr, seed, data in zip(separate, lrs, seeds, batches):
+        PPO(model, PPOSettings.defaults(epochs=2, minibatches=4, lr=lr), seed=seed).update([data], 0, 0)
+    population = PopulationPPO(members, settings, lrs, seeds)
+    prepared = [PPO(m, settings).prepare([data], 0) for m, data in zip(members, batches)]
+    stats = population.optimize(prepared)
+    worst = 0.0
+    for stacked, alone in zip(members, separate):
+        for (name, a), b in zip(stacked.named_parameters(), alone.parameters()):
+            worst = max(worst, float((a - b).abs().max().detach()))
+        assert any(not torch.equal(a, b) for a, b in zip(stacked.parameters(), members[0].parameters())) \
+            or stacked is members[0]
+    assert worst <= 1e-5, worst
+    assert len(stats) == 4 and all("grad_norm" in s and np.isfinite(s["loss/policy"]) for s in stats)
+    assert not torch.equal(next(members[0].parameters()), next(members[3].parameters()))
+
+
+def test_members_of_different_architectures_are_refused():
+    space = gymnasium.spaces.Box(-1, 1, (3,), np.float32)
+    small = ActorCritic(space, gymnasium.spaces.Discrete(2), ModelSettings.defaults(hidden=(8,)))
+    large = ActorCritic(space, gymnasium.spaces.Discrete(2), ModelSettings.defaults(hidden=(16,)))
+    with pytest.raises(ValueError, match="one architecture"):
+        PopulationPPO([small, large], PPOSettings.defaults(), [1e-3, 1e-3], [0, 1])
