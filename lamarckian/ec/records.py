@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..record import Scalars, atomic_write
+from ..record.checkpoint import CHECKPOINT_FORMAT
 from .individual import Individual
 
 
@@ -73,9 +74,10 @@ class Boards:
 
 
 def save_weights(path: Path, individual: Individual, config: Mapping[str, Any]) -> None:
-    """An individual's weights as a train.py-style checkpoint (``model``, counters, ``config``) plus its scores."""
+    """An individual's weights as a snapshot in the one checkpoint format (``format``, ``model``, counters,
+    ``config``: what ``evaluate.py`` and ``rl.opponent.pool.initial`` read) plus its scores."""
     state = individual.state or {}
-    payload = {"model": state.get("model"), "iteration": int(state.get("iteration", 0)),
+    payload = {"format": CHECKPOINT_FORMAT, "model": state.get("model"), "iteration": int(state.get("iteration", 0)),
                "cost": int(state.get("cost", 0)), "elapsed": float(state.get("elapsed", 0.0)),
                "hparams": dict(individual.hparams), "fitness": individual.fitness,
                "objectives": list(individual.objectives), "id": individual.id, "config": config}
