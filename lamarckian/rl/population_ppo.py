@@ -38,6 +38,18 @@ class _Loss(nn.Module):
         return ppo_loss(self.model, batch, self.settings)
 
 
+class _Acting(nn.Module):
+    """One member's policy outputs and values in reward units, for the batched rollout forward."""
+
+    def __init__(self, model: ActorCritic) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out, value = self.model.outputs(observation)
+        return out, self.model.denormalize_value(value)
+
+
 class PopulationPPO:
     """P members trained by one batched PPO update.
 
@@ -63,11 +75,33 @@ class PopulationPPO:
         parameters, self.buffers = stack_module_state(losses)
         self.parameters = {name: tensor.detach().clone() for name, tensor in parameters.items()}
         self.base = copy.deepcopy(losses[0]).to("meta")
+        self.acting = _Acting(copy.deepcopy(models[0])).to("meta")   # same parameter names: model.<name>
         self.lrs = torch.tensor([float(lr) for lr in lrs], device=device)
         self.generators = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
         self.moments = {name: torch.zeros_like(tensor) for name, tensor in self.parameters.items()}
         self.squares = {name: torch.zeros_like(tensor) for name, tensor in self.parameters.items()}
         self.steps = 0
+
+    # ---- acting ---------------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def act(self, observations: torch.Tensor, generator: torch.Generator | None = None
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every member acts on its own rows in ONE forward: observations ``(P, B, obs)`` → sampled actions
+        ``(P, B)`` or ``(P, B, A)``, their log-probabilities ``(P, B)`` and values ``(P, B)`` in reward units (as
+        :meth:`ActorCritic.act` gives for one member)."""
+        def one(parameters: dict, buffers: dict, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return functional_call(self.acting, (parameters, buffers), (observation,))
+
+        out, values = torch.vmap(one)(self.parameters, self.buffers, observations)
+        if self.models[0].discrete:
+            log_probs = torch.log_softmax(out, -1)
+            flat = log_probs.exp().reshape(-1, out.shape[-1])
+            actions = torch.multinomial(flat, 1, generator=generator).reshape(out.shape[:-1])
+            return actions, log_probs.gather(-1, actions.unsqueeze(-1)).squeeze(-1), values
+        log_std = self.parameters["model.log_std"].unsqueeze(1).expand_as(out)
+        noise = torch.randn(out.shape, generator=generator, device=out.device)
+        log_prob = (-0.5 * noise.square() - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+        return out + log_std.exp() * noise, log_prob, values
 
     # ---- the batched step -------------------------------------------------------------------------------------
     def _member_loss(self, parameters: dict, buffers: dict, batch: dict) -> tuple[torch.Tensor, dict]:
@@ -100,7 +134,7 @@ class PopulationPPO:
         """The minibatch epochs over P prepared batches (one per member, as :meth:`PPO.prepare` returns them, of
         equal size): the members' parameters change in place; each member's mean statistics."""
         settings = self.settings
-        self._read_buffers()
+        self.read_buffers()
         stacked = {key: torch.stack([b[key] for b in batches]) for key in batches[0]
                    if key not in ("staleness", "explained_variance")}
         count = stacked["advantages"].shape[1]
@@ -132,7 +166,7 @@ class PopulationPPO:
         means = {key: (value / max(1, updates)).tolist() for key, value in totals.items()}
         return [{key: values[member] for key, values in means.items()} for member in range(self.count)]
 
-    def _read_buffers(self) -> None:
+    def read_buffers(self) -> None:
         """The members' normalizer statistics (:meth:`PPO.prepare` has just updated them) into the stack."""
         with torch.no_grad():
             for member, model in enumerate(self.models):

@@ -63,3 +63,26 @@ def test_members_of_different_architectures_are_refused():
     large = ActorCritic(space, gymnasium.spaces.Discrete(2), ModelSettings.defaults(hidden=(16,)))
     with pytest.raises(ValueError, match="one architecture"):
         PopulationPPO([small, large], PPOSettings.defaults(), [1e-3, 1e-3], [0, 1])
+
+
+@pytest.mark.parametrize("action_space", [gymnasium.spaces.Discrete(3),
+                                          gymnasium.spaces.Box(-1, 1, (2,), np.float32)])
+def test_one_forward_acts_for_every_member(action_space):
+    """Sampled actions come with each member's own log-probabilities and values (the rollout's forward)."""
+    observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (3,), np.float32)
+    members = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        members.append(ActorCritic(observation_space, action_space, ModelSettings.defaults(hidden=(16,))))
+    for member in members:                                    # normalizers that differ between members
+        member.observation_normalizer.update(torch.randn(50, 3) * (1 + len(members)))
+    population = PopulationPPO(members, PPOSettings.defaults(), [1e-3] * 3, [0, 1, 2])
+    population.read_buffers()
+    observations = torch.randn(3, 32, 3)
+    actions, log_probs, values = population.act(observations, torch.Generator().manual_seed(5))
+    assert log_probs.shape == values.shape == (3, 32) and actions.shape[:2] == (3, 32)
+    for index, member in enumerate(members):
+        distribution, normalized = member(observations[index])
+        expected = member.log_prob(distribution, actions[index])
+        assert torch.allclose(log_probs[index], expected, atol=1e-5)
+        assert torch.allclose(values[index], member.denormalize_value(normalized), atol=1e-5)
