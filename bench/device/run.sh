@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one prepared device check of the GPU self-play path (issue 12), for a lent H100/H200 (no Ray, no network).
 # Order = priority:
-#   1. physics at 16,384 envs beside the bare vmapped mjx.step of the same model (bench/vec_physics.py);
+#   1. physics at 16,384 envs beside the bare vmapped mjx.step of the same model (bench/vec_physics.py), and a
+#      vectorized population of 8 beside one learner on the same envs (bench/vec_population.py, issue 14);
 #   2. a training run of the shipped Ant Sumo config for what the budget leaves (about 6 minutes), then, rated on
 #      the GPU by bench/sumo_learning.py: the final checkpoint against the initial policy in 256 deterministic
 #      games, against every earlier snapshot, and Elo over 10 snapshots;
@@ -36,6 +37,11 @@ echo "== physics (bench/vec_physics.py), ${ENVS} envs"; started=$SECONDS
 timeout 150 python3 bench/vec_physics.py --envs $ENVS --steps 20 --repeats 3 --json "$OUT/physics.json" 2>&1 \
   | grep -v warp | tee "$OUT/physics.log"
 echo "physics took $((SECONDS - started)) s"
+
+echo "== a vectorized population of 8 beside one learner (bench/vec_population.py), ${ENVS} envs"; started=$SECONDS
+timeout 150 python3 bench/vec_population.py --envs $ENVS --iterations 5 --json "$OUT/population.json" 2>&1 \
+  | grep -v warp | tee "$OUT/population.log"
+echo "population took $((SECONDS - started)) s"
 
 # what is left after the physics, keeping 150 s for rating, the video and the tests
 TRAIN_SECONDS=$((BUDGET - SECONDS - 150))
