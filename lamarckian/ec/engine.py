@@ -52,6 +52,12 @@ class Evolution:
         self.settings = ec = EvolutionSettings.from_config(self.config)
         self.algorithm = build_algorithm(self.config, self.space)
         self.learner_count = ec.learner_count
+        self.vectorized = self.config["mdp"]["create"] == "vec"    # the population trains in this process
+        if self.vectorized:
+            from .vec_rounds import VecRounds
+
+            self.learner_count = ec.population
+            self.rounds = VecRounds(self.config, ec.population, [d.key for d in self.space])
         self.stop_rule = Expression(ec.stop)
         self.folder = run
         self.local = bool(config["ray"]["local_mode"])
@@ -114,6 +120,9 @@ class Evolution:
         return ray.remote(num_cpus=cpus, max_restarts=0)(PopulationLearner).remote(*arguments)
 
     def start(self) -> None:
+        if self.vectorized:
+            self.someone = self.rounds
+            return
         self.learners = [self._spawn() for _ in range(self.learner_count)]
         self.someone = rpc.Any(self.learners, settings=rpc.RpcSettings.from_config(self.config))
 
@@ -146,6 +155,8 @@ class Evolution:
         if self.someone is not None:
             self.someone.close()
             self.someone = None
+        elif self.vectorized:
+            self.rounds.close()
         for learner in self.learners:
             self._kill(learner)
         self.learners = []

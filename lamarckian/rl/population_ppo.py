@@ -180,6 +180,22 @@ class PopulationPPO:
                 for name, parameter in model.named_parameters():
                     parameter.copy_(self.parameters[f"model.{name}"][member])
 
+    def member_state(self, member: int) -> dict[str, Any]:
+        """One member's optimizer state: its Adam moments, its learning rate."""
+        return {"moments": {k: v[member].clone() for k, v in self.moments.items()},
+                "squares": {k: v[member].clone() for k, v in self.squares.items()}, "lr": float(self.lrs[member])}
+
+    def load_member(self, member: int, state: Mapping[str, Any] | None, lr: float) -> None:
+        """Put a member's weights (already in its module) into the stack, with its moments (None: fresh) and
+        ``lr``."""
+        with torch.no_grad():
+            for name, parameter in self.models[member].named_parameters():
+                self.parameters[f"model.{name}"][member].copy_(parameter)
+            for name in self.moments:
+                self.moments[name][member] = state["moments"][name] if state else 0.0
+                self.squares[name][member] = state["squares"][name] if state else 0.0
+            self.lrs[member] = float(lr)
+
     def state_dict(self) -> dict[str, Any]:
         """Moments, step count, learning rates and generator states (the weights live in the members)."""
         return {"moments": self.moments, "squares": self.squares, "steps": self.steps, "lrs": self.lrs,

@@ -1,0 +1,39 @@
+"""evolve.py on Ant Sumo (CPU MuJoCo): the population trains as one vectorized learner in this process, PBT works
+as on the actor fleet (lineage, population checkpoints, best.pt, resume), bad searches are one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lamarckian.evolve import main
+
+FILES = ["-c", "mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "ec/ea/pbt.yml"]
+SMALL = ["ec.population=2", "mdp.vec.num_envs.cpu=8", "mdp.vec.horizon=8", "sample.eval=2", "model.hidden=[32]",
+         "ec.train.stopper=self.iteration >= 2", "evaluator.progress=false", "ec.pbt.ready=1", "ec.pbt.quantile=0.5"]
+
+
+@pytest.mark.slow
+def test_a_vectorized_pbt_population_evolves_and_resumes(tmp_path, capsys):
+    root = tmp_path / "run"
+    arguments = [*FILES, "-m", f"root={root}", *SMALL, "train.lr=[0.0001,0.003]"]
+    assert main([*arguments, "ec.stop=self.trained >= 6", "-D"]) == 0
+    rows = [json.loads(line) for line in (root / "lineage.jsonl").read_text().splitlines()]
+    assert len(rows) >= 6 and {row["id"] for row in rows[:2]} == {0, 1}
+    assert any(row["operator"] != "fresh" for row in rows), [row["operator"] for row in rows]   # exploit/explore
+    assert (root / "lineage.png").is_file() and (root / "best.pt").is_file()
+    assert all(0.0001 <= row["hparams"]["train.lr"] <= 0.003 for row in rows)
+    assert main([*arguments, "ec.stop=self.trained >= 8"]) == 0
+    assert "resuming from" in capsys.readouterr().err
+    assert len((root / "lineage.jsonl").read_text().splitlines()) >= 8
+
+
+@pytest.mark.parametrize("change, message", [
+    ("mdp.vec.horizon=[4,8]", "searches train.lr only"),
+    ("ec.population=3", "must be a positive multiple of the population size 3"),
+])
+def test_bad_vectorized_populations_are_one_line(tmp_path, capsys, change, message):
+    assert main([*FILES, "-m", f"root={tmp_path}/run", *SMALL, change]) == 2
+    error = capsys.readouterr().err
+    assert message in error and len(error.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
