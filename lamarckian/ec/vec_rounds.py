@@ -68,7 +68,7 @@ class VecRounds:
             self._load(member, task)
         started, cost, iterations = time.monotonic(), learner.cost, learner.iteration
         scale = max(float(task.get("scale", 1.0)) for task in tasks)
-        TrainingLoop(learner).run(stop=RoundStopper(RoundSettings.from_config(self.base).stopper, learner, scale))
+        TrainingLoop(learner, announce=False).run(stop=RoundStopper(RoundSettings.from_config(self.base).stopper, learner, scale))
         seconds = time.monotonic() - started
         share = (learner.cost - cost) // self.size
         return [self._report(member, task, share, learner.iteration - iterations, seconds)

@@ -144,7 +144,7 @@ class PopulationLearner:
         learner.publish()
         started, cost, iterations = time.monotonic(), learner.cost, learner.iteration
         stopper = RoundStopper(RoundSettings.from_config(config).stopper, learner, task.get("scale", 1.0))
-        TrainingLoop(learner).run(stop=stopper)
+        TrainingLoop(learner, announce=False).run(stop=stopper)
         evaluator = Evaluator(dataclasses.replace(EvaluatorSettings.from_config(config), interval=0.0,
                                                   episodes=SampleSettings.from_config(config).eval, terminate=None))
         summary = learner.call_all(lambda: evaluator.evaluate(learner.everyone)) if evaluator.episodes else {}

@@ -90,11 +90,13 @@ class TrainingLoop:
     Args:
         trainer: what to train.
         root: the run directory (None: nothing on disk).
+        announce: print the opening and closing lines (evolve.py's rounds do not: the engine reports them).
     """
 
-    def __init__(self, trainer: Trainer, root: Path | None = None) -> None:
+    def __init__(self, trainer: Trainer, root: Path | None = None, *, announce: bool = True) -> None:
         self.trainer = trainer
         self.root = root
+        self.announce = announce
         self.settings = settings = trainer.evaluator.settings
         checkpoint = CheckpointSettings.from_config(trainer.config)
         self.checkpoints = Checkpoints(root / "checkpoints", checkpoint.keep) if root is not None else None
@@ -157,7 +159,8 @@ class TrainingLoop:
         wandb = self.wandb
         wandb.open()
         self.progress = Progress(settings.progress)
-        self.progress.print(f"{trainer.opening_line()}, run directory {self.root}")
+        if self.announce:
+            self.progress.print(f"{trainer.opening_line()}, run directory {self.root}")
         if self.snapshots is not None and not self.snapshots.paths():
             self._snapshot()                                  # the initial policy opens the run's rating curve
         rule = "the stopper" if stop is not None else (trainer.evaluator.terminate.source
@@ -175,6 +178,8 @@ class TrainingLoop:
             self.progress.close()
         self.save()
         latest = trainer.evaluator.latest
+        if not self.announce:
+            return latest
         self.progress.print(f"done: {rule} holds after {trainer.iteration} iterations, "
                             f"{format_number(trainer.cost)} env steps, {trainer.elapsed:.0f}s"
                             + (f"; {trainer.evaluation_line(latest)}" if latest.get("episodes") else ""))
