@@ -192,8 +192,9 @@ class Evolution:
         self.progress = Progress(evaluator.progress)
         if self.someone is None:
             self.start()
-        self.progress.print(f"evolving: {ec.algorithm}, population {ec.population}, {self.learner_count} "
-                            f"learners × {SampleSettings.from_config(self.config).actors} actors, searching "
+        workers = (f"one vectorized learner ({self.rounds.learner.member_envs} environments a member)" if self.vectorized
+                   else f"{self.learner_count} learners × {SampleSettings.from_config(self.config).actors} actors")
+        self.progress.print(f"evolving: {ec.algorithm}, population {ec.population}, {workers}, searching "
                             f"{', '.join(d.key for d in self.space) or 'nothing'}; run directory {self.folder}")
         last_save, window = time.monotonic(), (time.monotonic(), self.cost)
         for call, outcome in self.someone.as_completed(self._calls()):

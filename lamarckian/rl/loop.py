@@ -170,7 +170,8 @@ class TrainingLoop:
                 self._iterate(stop, scalars, wandb)
         except KeyboardInterrupt:
             self.save()
-            self.progress.print("interrupted; checkpoint saved" if self.root is not None else "interrupted")
+            if self.announce:
+                self.progress.print("interrupted; checkpoint saved" if self.root is not None else "interrupted")
             raise
         finally:
             scalars.close()

@@ -13,6 +13,7 @@ is true (a fixed-shape call: no host synchronization, no recompilation).
 from __future__ import annotations
 
 import mmap
+import signal
 from importlib.util import find_spec
 from typing import Protocol
 
@@ -68,7 +69,9 @@ class _Slice:
 
 
 def _serve(connection, mujoco, model, indices: np.ndarray, buffer: mmap.mmap, layout: dict) -> None:
-    """A worker process: its slice of the environments, driven by ``(command, argument)`` messages."""
+    """A worker process: its slice of the environments, driven by ``(command, argument)`` messages. Ctrl-C is the
+    parent's to handle (it saves and closes the workers): the worker ignores SIGINT."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     piece = _Slice(mujoco, model, indices, _views(buffer, layout))
     connection.send(None)                                 # its initial state is in the shared arrays
     while True:
