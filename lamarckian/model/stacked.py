@@ -18,7 +18,9 @@ from .blob import load_blob
 from .network import ActorCritic
 
 
-class _Outputs(nn.Module):
+class PolicyOutputs(nn.Module):
+    """A policy's head outputs and its values in reward units (the module a stacked forward calls)."""
+
     def __init__(self, model: ActorCritic) -> None:
         super().__init__()
         self.model = model
@@ -39,7 +41,7 @@ class StackedPolicies:
             raise ValueError("StackedPolicies needs at least one policy")
         members = []
         for blob in blobs:
-            member = _Outputs(copy.deepcopy(template))
+            member = PolicyOutputs(copy.deepcopy(template))
             load_blob(member.model, blob)
             members.append(member)
         self.template = template

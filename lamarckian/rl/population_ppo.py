@@ -22,6 +22,7 @@ from torch import nn
 from torch.func import functional_call, grad, stack_module_state
 
 from ..model import ActorCritic
+from ..model.stacked import PolicyOutputs
 from .ppo import PPOSettings, ppo_loss
 
 BETAS, EPS = (0.9, 0.999), 1e-5   # what PPO's torch.optim.Adam uses
@@ -36,18 +37,6 @@ class _Loss(nn.Module):
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         return ppo_loss(self.model, batch, self.settings)
-
-
-class _Acting(nn.Module):
-    """One member's policy outputs and values in reward units, for the batched rollout forward."""
-
-    def __init__(self, model: ActorCritic) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        out, value = self.model.outputs(observation)
-        return out, self.model.denormalize_value(value)
 
 
 class PopulationPPO:
@@ -75,7 +64,7 @@ class PopulationPPO:
         parameters, self.buffers = stack_module_state(losses)
         self.parameters = {name: tensor.detach().clone() for name, tensor in parameters.items()}
         self.base = copy.deepcopy(losses[0]).to("meta")
-        self.acting = _Acting(copy.deepcopy(models[0])).to("meta")   # same parameter names: model.<name>
+        self.acting = PolicyOutputs(copy.deepcopy(models[0])).to("meta")   # same parameter names: model.<name>
         self.lrs = torch.tensor([float(lr) for lr in lrs], device=device)
         self.generators = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
         self.moments = {name: torch.zeros_like(tensor) for name, tensor in self.parameters.items()}
