@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp.vec import placement  # noqa: E402
 from lamarckian.rl.vec_learner import VecLearner  # noqa: E402
-from lamarckian.rl.vec_population import VecPopulationLearner  # noqa: E402
+from lamarckian.rl.vec_population import LeagueSettings, VecPopulationLearner  # noqa: E402
 
 
 def rate(trainer, iterations: int, warmup: int) -> float:
@@ -61,7 +61,7 @@ def main() -> None:
     single = VecLearner(config)
     single_rate = rate(single, args.iterations, args.warmup)
     single.close()
-    population = VecPopulationLearner(config, lrs=[3e-4] * args.members)
+    population = VecPopulationLearner(config, args.members, LeagueSettings.from_config(config))   # a league
     population_rate = rate(population, args.iterations, args.warmup)
     population.close()
     ratio = population_rate / single_rate

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import collections
 import json
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -52,6 +52,11 @@ class Algorithm:
 
     def tell(self, individual: Individual, report: Mapping[str, Any]) -> None:
         raise NotImplementedError
+
+    def tell_round(self, reports: Sequence[tuple[Individual, Mapping[str, Any]]]) -> None:
+        """The outcomes of individuals trained together (a vectorized population's round), told at once."""
+        for individual, report in reports:
+            self.tell(individual, report)
 
     def retry(self, individual: Individual) -> None:
         """The learner training ``individual`` died: it will be trained again from its stored state."""
@@ -104,6 +109,18 @@ class SlotAlgorithm(Algorithm):
         if replacement is not None:
             self.slots[slot] = replacement
         self.idle.append(slot)
+
+    def tell_round(self, reports: Sequence[tuple[Individual, Mapping[str, Any]]]) -> None:
+        """Every member's outcome first, then each slot's replacement decided against those same standings (told
+        one by one, a child standing with its donor's scores would push the next reporter into the bottom)."""
+        for individual, report in reports:
+            individual.absorb(report, self.objective_names)
+        slots = [self.slot_of(individual) for individual, _ in reports]
+        replacements = [self.replace(slot) for slot in slots]
+        for slot, replacement in zip(slots, replacements):
+            if replacement is not None:
+                self.slots[slot] = replacement
+            self.idle.append(slot)
 
     def replace(self, slot: int) -> Individual | None:
         """The individual that continues the slot after its member reported (None: the member itself)."""

@@ -52,12 +52,12 @@ class Evolution:
         self.settings = ec = EvolutionSettings.from_config(self.config)
         self.algorithm = build_algorithm(self.config, self.space)
         self.learner_count = ec.learner_count
-        self.vectorized = self.config["mdp"]["create"] == "vec"    # the population trains in this process
+        self.vectorized = ec.vectorized_for(self.config)          # the population trains in this process
         if self.vectorized:
             from .vec_rounds import VecRounds
 
             self.learner_count = ec.population
-            self.rounds = VecRounds(self.config, ec.population, [d.key for d in self.space])
+            self.rounds = VecRounds(self.config, ec.population, [d.key for d in self.space], run)
         self.stop_rule = Expression(ec.stop)
         self.folder = run
         self.local = bool(config["ray"]["local_mode"])
@@ -121,7 +121,6 @@ class Evolution:
 
     def start(self) -> None:
         if self.vectorized:
-            self.someone = self.rounds
             return
         self.learners = [self._spawn() for _ in range(self.learner_count)]
         self.someone = rpc.Any(self.learners, settings=rpc.RpcSettings.from_config(self.config))
@@ -155,8 +154,9 @@ class Evolution:
         if self.someone is not None:
             self.someone.close()
             self.someone = None
-        elif self.vectorized:
+        if self.vectorized and self.rounds is not None:
             self.rounds.close()
+            self.rounds = None
         for learner in self.learners:
             self._kill(learner)
         self.learners = []
@@ -196,22 +196,25 @@ class Evolution:
                    else f"{self.learner_count} learners × {SampleSettings.from_config(self.config).actors} actors")
         self.progress.print(f"evolving: {ec.algorithm}, population {ec.population}, {workers}, searching "
                             f"{', '.join(d.key for d in self.space) or 'nothing'}; run directory {self.folder}")
-        last_save, window = time.monotonic(), (time.monotonic(), self.cost)
-        for call, outcome in self.someone.as_completed(self._calls()):
-            individual = self.in_flight.pop(call[1]["id"])
-            if isinstance(outcome, rpc.ActorDiedError):
-                self._replace(outcome, individual)
-                continue
-            if isinstance(outcome, BaseException):
-                raise outcome
-            self._record(individual, outcome)
-            if time.monotonic() - window[0] >= 5.0:
-                self.rate = (self.cost - window[1]) / (time.monotonic() - window[0])
-                window = (time.monotonic(), self.cost)
-            self._show()
-            if time.monotonic() - last_save >= self.checkpoint_interval:
-                self.save()
-                last_save = time.monotonic()
+        self._last_save, self._window = time.monotonic(), (time.monotonic(), self.cost)
+        if self.vectorized:
+            for batch in self.rounds.rounds(self._calls()):
+                told = [(self.in_flight.pop(call[1]["id"]), report) for call, report in batch]
+                self.algorithm.tell_round(told)
+                for individual, report in told:
+                    self._record(individual, report)
+                self._reported()
+        else:
+            for call, outcome in self.someone.as_completed(self._calls()):
+                individual = self.in_flight.pop(call[1]["id"])
+                if isinstance(outcome, rpc.ActorDiedError):
+                    self._replace(outcome, individual)
+                    continue
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                self.algorithm.tell(individual, outcome)
+                self._record(individual, outcome)
+                self._reported()
         self.save()
         if self.lineage is not None:
             plot_lineage(self.lineage.read(), self.folder / "lineage.png")
@@ -222,8 +225,18 @@ class Evolution:
                                                       f"{_format(best.hparams)}" if best else ""))
         return members
 
+    def _reported(self) -> None:
+        """After reports: the rate, the status line, a population checkpoint when due."""
+        if time.monotonic() - self._window[0] >= 5.0:
+            self.rate = (self.cost - self._window[1]) / (time.monotonic() - self._window[0])
+            self._window = (time.monotonic(), self.cost)
+        self._show()
+        if time.monotonic() - self._last_save >= self.checkpoint_interval:
+            self.save()
+            self._last_save = time.monotonic()
+
     def _record(self, individual: Individual, report: Mapping[str, Any]) -> None:
-        self.algorithm.tell(individual, report)
+        """Account for a round the algorithm has been told: counters, lineage, boards, the report line."""
         self.trained += 1
         self.cost += int(report["cost"])
         row = {**individual.lineage_row(), "time": round(self.clock(), 3), "learner": int(report["learner"]),

@@ -4,6 +4,7 @@ checkpoints); the algorithms' own sections (``ec.pbt``, ``ec.nsga_ii``, ``ec.tou
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Mapping
 
 from ..config.sections import CheckpointSettings, Section
 
@@ -15,7 +16,7 @@ class EvolutionSettings(Section):
     """``ec``: see lamarckian.yml."""
 
     KEY = "ec"
-    OTHER_KEYS = ("train", "checkpoint", "pbt", "nsga_ii", "tournament")
+    OTHER_KEYS = ("train", "checkpoint", "pbt", "nsga_ii", "tournament", "league")
 
     algorithm: str
     population: int
@@ -25,6 +26,7 @@ class EvolutionSettings(Section):
     objectives: tuple[str, ...]
     selfplay: bool
     stop: str
+    vectorized: bool | None
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -36,6 +38,18 @@ class EvolutionSettings(Section):
         if not 1 <= self.learner_count <= self.population:
             raise ValueError(f"ec.learners must be between 1 and ec.population ({self.population}), "
                              f"got {self.learner_count}")
+
+    def vectorized_for(self, config: Mapping[str, Any]) -> bool:
+        """Whether the population trains as one vectorized learner: ``ec.vectorized`` (null: exactly when the task
+        is vectorized, ``mdp.create: vec``); ValueError with one line for a combination that does not exist."""
+        task_is_vectorized = config["mdp"]["create"] == "vec"
+        if self.vectorized is None or self.vectorized == task_is_vectorized:
+            return task_is_vectorized
+        if self.vectorized:
+            raise ValueError("ec.vectorized: true needs a vectorized task (mdp.create: vec, e.g. -c "
+                             "mdp/vec/ant_sumo.yml); an actor-fleet task trains a learner process per individual")
+        raise ValueError("ec.vectorized: false on a vectorized task: separate vectorized learners are not "
+                         "available; leave ec.vectorized null (or true) to train the members as one stacked learner")
 
     @property
     def learner_count(self) -> int:

@@ -1,32 +1,69 @@
 """evolve.py on a vectorized task: the whole population trains in this process, on one device, as one
 :class:`~lamarckian.rl.vec_population.VecPopulationLearner` (one member per individual, one forward and one batched
 update for all), round after round. It stands where the Ray learners stand for the actor-fleet tasks: the engine asks
-the algorithm for individuals and gets their reports back (:meth:`VecRounds.as_completed`), so PBT, NSGA-II and the
-tournament, lineage, population checkpoints and resume work unchanged.
+the algorithm for a round's individuals and tells it their reports together (:meth:`VecRounds.rounds`), so PBT,
+NSGA-II and the tournament, lineage, population checkpoints and resume work unchanged.
 
-Only ``train.lr`` may be searched (each member has its own learning rate); a key that would change the task or the
-network for some members only is refused in one line.
+Searchable per member (:data:`SEARCHABLE`): the learning rate and the PPO settings a batched update can vary per
+member, and the reward weights of ``mdp.vec.reward``. Anything else would change the task (the physics compiled
+for the whole batch) or the architecture the members share: refused in one line before anything starts.
+
+With ``ec.selfplay`` the members form a league (they play each other's snapshots); a member's fitness is then its
+Bradley-Terry Elo from the round's games among the members and the initial policy, and every round writes
+``league/ratings.csv``, ``league/winrate.csv`` and ``league/winrate.png`` to the run directory (as evaluate.py does).
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import socket
 import time
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
 import torch
 
-from ..config.sections import SampleSettings, TrainSettings
+from ..config.sections import SampleSettings
+from ..mdp.vec import placement
 from ..model.network import seeded
+from ..rating.tournament import Entrant, plot, write_tables
 from ..rl.loop import TrainingLoop
 from ..rl.vec_evaluation import VecEvaluation
 from ..rl.vec_learner import vec_model
-from ..rl.vec_population import VecPopulationLearner
-from .settings import RoundSettings
+from ..rl.vec_population import LeagueSettings, VecPopulationLearner
+from .settings import EvolutionSettings, RoundSettings
 from .worker import RoundStopper, owned, round_config
 
-SEARCHABLE = ("train.lr",)
+#: keys a vectorized population may search (each member has its own value)
+SEARCHABLE = ("train.lr", "rl.ppo.kl_target", "rl.discount", "rl.gae", "rl.ppo.clip", "rl.ac.weight_loss.critic",
+              "rl.ac.weight_loss.entropy", "mdp.vec.reward.win", "mdp.vec.reward.lose", "mdp.vec.reward.draw",
+              "mdp.vec.reward.move", "mdp.vec.reward.push", "mdp.vec.reward.action_cost", "mdp.vec.reward.limit_cost")
+
+
+def check_vectorized(config: Mapping[str, Any], size: int, searched: Sequence[str]) -> None:
+    """ValueError with one line for what a vectorized population cannot do: a searched key outside
+    :data:`SEARCHABLE` (task settings need the physics recompiled, model settings another architecture), a
+    population size that does not divide ``mdp.vec.num_envs``."""
+    for key in searched:
+        if key in SEARCHABLE:
+            continue
+        if key.startswith("mdp."):
+            raise ValueError(f"{key} cannot be searched in a vectorized population: the members share one task, "
+                             f"and changing it for some would recompile the physics; searchable task keys: "
+                             f"{', '.join(k for k in SEARCHABLE if k.startswith('mdp.'))}")
+        if key.startswith("model."):
+            raise ValueError(f"{key} cannot be searched in a vectorized population: its members share one "
+                             f"architecture (stacked weights)")
+        raise ValueError(f"{key} cannot be searched in a vectorized population (one batched update for all "
+                         f"members); searchable: {', '.join(SEARCHABLE)}")
+    vec = config["mdp"]["vec"]
+    if vec.get("backend") != "isaacgym" and not str(vec["task"]).count(":"):
+        num_envs = placement(vec)[2]
+        if num_envs % size:
+            raise ValueError(f"ec.population={size} must divide mdp.vec.num_envs={num_envs} (each member plays "
+                             f"an equal share of the environments)")
 
 
 class VecRounds:
@@ -35,66 +72,85 @@ class VecRounds:
     Args:
         config: the run's base configuration (search ranges resolved), ``mdp.create: vec``.
         size: the population size (members trained together).
-        searched: the searched keys (only ``train.lr`` is allowed).
+        searched: the searched keys (see :data:`SEARCHABLE`).
+        folder: the run directory (league tables go to ``folder/league``; None: nothing written).
     """
 
-    def __init__(self, config: Mapping[str, Any], size: int, searched: Sequence[str]) -> None:
-        others = [key for key in searched if key not in SEARCHABLE]
-        if others:
-            raise ValueError(f"a vectorized population searches {', '.join(SEARCHABLE)} only (its members share "
-                             f"one task and one architecture); {', '.join(others)} would need separate learners")
-        self.base, self.size = config, size
+    def __init__(self, config: Mapping[str, Any], size: int, searched: Sequence[str],
+                 folder: Path | None = None) -> None:
+        check_vectorized(config, size, searched)
+        self.base, self.size, self.folder = config, size, folder
         self.config = round_config(config, {}, int(config["seed"]))
-        lr = TrainSettings.from_config(config).lr
-        self.learner = VecPopulationLearner(self.config, [lr] * size)
+        self.selfplay = EvolutionSettings.from_config(config).selfplay
+        league = LeagueSettings.from_config(config) if self.selfplay else None
+        self.learner = VecPopulationLearner(self.config, size, league)
         games = SampleSettings.from_config(config).eval
         self.evaluation = VecEvaluation(config["mdp"]["vec"], games, ("initial",), seed=int(config["seed"]) + 1) \
             if games > 0 else None
 
-    def as_completed(self, calls: Iterable[tuple[str, Mapping[str, Any]]]) -> Iterator[tuple[Any, dict[str, Any]]]:
-        """Take up to ``size`` calls at a time, train them as one round, yield ``(call, report)`` for each."""
+    def rounds(self, calls: Iterable[tuple[str, Mapping[str, Any]]]
+               ) -> Iterator[list[tuple[tuple[str, Mapping[str, Any]], dict[str, Any]]]]:
+        """Take up to ``size`` calls at a time, train them as one round, yield the round's ``(call, report)``
+        pairs together (the next calls are taken only after the engine has told the algorithm)."""
         calls = iter(calls)
         while True:
             batch = list(itertools.islice(calls, self.size))
             if not batch:
                 return
-            yield from zip(batch, self.train_round([task for _, task in batch]))
+            yield list(zip(batch, self.train_round([task for _, task in batch])))
 
     def train_round(self, tasks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Load each task into a member slot, train all members until ``ec.train.stopper`` holds, evaluate each
-        against the initial policy; one report per task (as :meth:`PopulationLearner.train` gives)."""
+        against the initial policy (and, in a league, rate them); one report per task (as
+        :meth:`PopulationLearner.train` gives)."""
         learner = self.learner
         for member, task in enumerate(tasks):
             self._load(member, task)
+        learner.reset_tally()
         started, cost, iterations = time.monotonic(), learner.cost, learner.iteration
         scale = max(float(task.get("scale", 1.0)) for task in tasks)
-        TrainingLoop(learner, announce=False).run(stop=RoundStopper(RoundSettings.from_config(self.base).stopper, learner, scale))
+        TrainingLoop(learner, announce=False).run(stop=RoundStopper(RoundSettings.from_config(self.base).stopper,
+                                                                    learner, scale))
         seconds = time.monotonic() - started
         share = (learner.cost - cost) // self.size
-        return [self._report(member, task, share, learner.iteration - iterations, seconds)
+        ratings = self._rate(tasks) if self.selfplay else None
+        return [self._report(member, task, share, learner.iteration - iterations, seconds, ratings)
                 for member, task in enumerate(tasks)]
 
     def _load(self, member: int, task: Mapping[str, Any]) -> None:
-        learner, model = self.learner, self.learner.members[member]
-        lr = float(task["hparams"].get("train.lr", TrainSettings.from_config(self.base).lr))
+        learner = self.learner
+        config = round_config(self.base, task["hparams"], int(task["seed"]))
         state = owned(task["state"]) if task.get("state") is not None else None
         if state is None:
             with seeded(int(task["seed"])):
-                fresh = vec_model(learner.task, self.base["model"])
-            model.load_state_dict(fresh.state_dict())
+                weights = vec_model(learner.task, self.base["model"]).state_dict()
         else:
-            model.load_state_dict(state["model"])
-        if task.get("weight_noise"):
+            weights = state["model"]
+        if task.get("weight_noise"):                 # NSGA-II's weight noise on the inherited parameters
+            noisy = copy.deepcopy(learner.members[member])
+            noisy.load_state_dict(weights)
             generator = torch.Generator().manual_seed(int(task["id"]))
             with torch.no_grad():
-                for parameter in model.parameters():
+                for parameter in noisy.parameters():
                     noise = torch.randn(parameter.shape, generator=generator) * float(task["weight_noise"])
                     parameter.add_(noise.to(parameter.device))
-        learner.population.load_member(member, state.get("optimizer") if state else None, lr)
-        learner.scores[member].load([])
+            weights = noisy.state_dict()
+        learner.load_member(member, config, weights, state if state and "optimizer" in state else None)
 
-    def _report(self, member: int, task: Mapping[str, Any], cost: int, iterations: int,
-                seconds: float) -> dict[str, Any]:
+    def _rate(self, tasks: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """The round's Elo of the members and the initial policy; the league tables written."""
+        learner = self.learner
+        ratings = learner.ratings()
+        if self.folder is not None:
+            entrants = [Entrant(f"individual {task['id']}", np.empty(0), learner.iteration, learner.cost)
+                        for task in tasks] + [Entrant("initial", np.empty(0))]
+            folder = self.folder / "league"
+            write_tables(folder, entrants, learner.tally, ratings)
+            plot(folder, entrants, learner.tally, ratings)
+        return ratings
+
+    def _report(self, member: int, task: Mapping[str, Any], cost: int, iterations: int, seconds: float,
+                ratings: np.ndarray | None) -> dict[str, Any]:
         learner, model = self.learner, self.learner.members[member]
         summary: dict[str, float] = {}
         episodes: list[float] = []
@@ -104,14 +160,17 @@ class VecRounds:
             episodes = [1.0] * wins + [0.0] * draws + [-1.0] * losses
             summary = {"episodes": float(len(episodes)), "win": result["initial/score"],
                        "fitness": 2.0 * result["initial/score"] - 1.0}
-        state = {"model": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
-                 "optimizer": {key: value for key, value in learner.population.member_state(member).items()},
-                 "iteration": learner.iteration, "cost": cost, "elapsed": seconds}
-        return {"id": task["id"], "state": state, "summary": summary, "episodes": episodes,
-                "training": {"win": learner.scores[member].mean()}, "cost": cost, "iterations": iterations,
-                "seconds": seconds, "learner": member, "node": socket.gethostname()}
+        if ratings is not None:
+            summary.update({"elo": float(ratings[member]), "elo_initial": float(ratings[-1]),
+                            "fitness": float(ratings[member])})
+        state = {**learner.member_state(member), "iteration": learner.iteration, "cost": cost, "elapsed": seconds}
+        training = {"win": learner.initial_scores[member].mean(), "win_all": learner.scores[member].mean()}
+        return {"id": task["id"], "state": state, "summary": summary, "episodes": episodes, "training": training,
+                "cost": cost, "iterations": iterations, "seconds": seconds, "learner": member,
+                "node": socket.gethostname()}
 
     def close(self) -> None:
         self.learner.close()
         if self.evaluation is not None:
             self.evaluation.close()
+

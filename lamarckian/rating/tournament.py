@@ -98,6 +98,14 @@ class Tally:
                 self.scores[player, opponent] += score
                 self.games[player, opponent] += 1
 
+    def add_counts(self, player: int, opponent: int, wins: float, draws: float, losses: float) -> None:
+        """Two-player games counted in bulk: ``player``'s wins, draws and losses against ``opponent``."""
+        games = wins + draws + losses
+        self.scores[player, opponent] += wins + 0.5 * draws
+        self.scores[opponent, player] += losses + 0.5 * draws
+        self.games[player, opponent] += games
+        self.games[opponent, player] += games
+
     def win_rates(self) -> np.ndarray:
         """``(P, P)`` score fractions (nan where no games; the diagonal is nan)."""
         with np.errstate(invalid="ignore", divide="ignore"):

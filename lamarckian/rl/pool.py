@@ -77,6 +77,14 @@ def pfsp_weight(win_rate: float, weighting: str) -> float:
     return win_rate * (1.0 - win_rate)
 
 
+def fold_decayed(decayed_score: float, decayed_games: float, games: float, score: float, decay: float
+                 ) -> tuple[float, float]:
+    """A decayed record after ``games`` more games scoring ``score`` in all: each game multiplies the earlier ones by
+    ``decay``, so n unordered games of mean s add s·(1 + d + … + d^(n−1)) and scale the record by d^n."""
+    weight = games if decay == 1.0 else (1.0 - decay ** games) / (1.0 - decay)
+    return decayed_score * decay ** games + score / games * weight, decayed_games * decay ** games + weight
+
+
 class OpponentPool:
     """Snapshots in insertion order; the oldest leaves when ``capacity`` is exceeded."""
 
@@ -130,19 +138,16 @@ class OpponentPool:
         self.games_since_add += int(total_games)
 
     def _fold(self, opponent: int, games: int, score: float, wins: int, draws: int, losses: int) -> None:
-        """Add ``games`` games scoring ``score`` in all to ``opponent``'s record. Decayed: each game multiplies the
-        earlier ones by ``decay``, so n unordered games of mean s add s·(1 + d + … + d^(n−1)) and scale by d^n."""
+        """Add ``games`` games scoring ``score`` in all to ``opponent``'s record (decayed: :func:`fold_decayed`)."""
         snapshot = self.snapshots.get(opponent)
         if snapshot is None:
             return
-        decay = self.settings.decay
-        weight = games if decay == 1.0 else (1.0 - decay ** games) / (1.0 - decay)
         snapshot.games += games
         snapshot.wins += wins
         snapshot.draws += draws
         snapshot.losses += losses
-        snapshot.decayed_score = snapshot.decayed_score * decay ** games + score / games * weight
-        snapshot.decayed_games = snapshot.decayed_games * decay ** games + weight
+        snapshot.decayed_score, snapshot.decayed_games = fold_decayed(
+            snapshot.decayed_score, snapshot.decayed_games, games, score, self.settings.decay)
 
     def should_add(self, iteration: int) -> bool:
         """After ``games_to_check`` games since the last addition, the ``add`` rule over ``self.win_rate``

@@ -101,9 +101,13 @@ def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> torch.T
     return 1.0 - (target - predicted).var() / target.var()
 
 
-def ppo_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PPOSettings
-             ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The clipped surrogate + (clipped) value loss − entropy bonus for one minibatch ``(n,)``."""
+def ppo_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PPOSettings,
+             coefficients: Mapping[str, torch.Tensor] | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The clipped surrogate + (clipped) value loss − entropy bonus for one minibatch ``(n,)``. ``coefficients``
+    may replace ``clip``, ``critic`` and ``entropy`` of ``settings`` by 0-d tensors (a vectorized population's
+    member values)."""
+    clip, critic, entropy_weight = (settings.clip, settings.critic, settings.entropy) if coefficients is None else \
+        (coefficients["clip"], coefficients["critic"], coefficients["entropy"])
     distribution, value = model(batch["observations"])
     log_prob = model.log_prob(distribution, batch["actions"])
     log_ratio = log_prob - batch["log_probs"]
@@ -111,8 +115,7 @@ def ppo_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PP
     advantages = batch["advantages"]
     if settings.normalize_advantage and advantages.numel() > 1:
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-    policy_loss = torch.max(-advantages * ratio,
-                            -advantages * ratio.clamp(1 - settings.clip, 1 + settings.clip)).mean()
+    policy_loss = torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip)).mean()
     target, old_value = batch["targets"], batch["old_values"]
     value_loss = (value - target).square()
     if settings.clip_value is not None:
@@ -120,12 +123,27 @@ def ppo_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PP
         value_loss = torch.max(value_loss, (clipped - target).square())
     value_loss = 0.5 * value_loss.mean()
     entropy = model.entropy(distribution).mean()
-    loss = policy_loss + settings.critic * value_loss - settings.entropy * entropy
+    loss = policy_loss + critic * value_loss - entropy_weight * entropy
     with torch.no_grad():
         stats = {"loss/policy": policy_loss, "loss/value": value_loss, "entropy": entropy,
                  "kl": ((ratio - 1) - log_ratio).mean(),
-                 "clip_fraction": ((ratio - 1).abs() > settings.clip).float().mean()}
+                 "clip_fraction": ((ratio - 1).abs() > clip).float().mean()}
     return loss, stats
+
+
+def linear_lr(settings: PPOSettings, cost: int) -> float:
+    """The linear schedule's learning rate after ``cost`` env steps (0 at ``lr_horizon``)."""
+    return settings.lr * max(0.0, 1.0 - cost / settings.lr_horizon)
+
+
+def adapted_lr(settings: PPOSettings, lr: float, kl: float) -> float:
+    """The adaptive schedule's next learning rate (rl_games): ÷1.5 when the update's mean KL exceeded twice
+    ``kl_target``, ×1.5 when it stayed under half of it (kept within [1e-6, 1e-2])."""
+    if kl > 2.0 * settings.kl_target:
+        return max(1e-6, lr / 1.5)
+    if kl < 0.5 * settings.kl_target:
+        return min(1e-2, lr * 1.5)
+    return lr
 
 
 class PPO:
@@ -198,7 +216,7 @@ class PPO:
         """One PPO update over the segments; ``cost`` (env steps so far) drives the linear lr schedule."""
         settings = self.settings
         if settings.lr_schedule == "linear":
-            self.set_lr(settings.lr * max(0.0, 1.0 - cost / settings.lr_horizon))
+            self.set_lr(linear_lr(settings, cost))
         batch = self.prepare(segments, version)
         staleness = batch.pop("staleness")
         explained = batch.pop("explained_variance")
@@ -222,11 +240,7 @@ class PPO:
         result = {key: float(value) / max(1, updates) for key, value in totals.items()}
         result["explained_variance"] = float(explained)
         if settings.lr_schedule == "adaptive":
-            kl = result.get("kl", 0.0)
-            if kl > 2.0 * settings.kl_target:
-                self.set_lr(max(1e-6, self.lr / 1.5))
-            elif kl < 0.5 * settings.kl_target:
-                self.set_lr(min(1e-2, self.lr * 1.5))
+            self.set_lr(adapted_lr(settings, self.lr, result.get("kl", 0.0)))
         result["lr"] = self.lr
         if not self.model.discrete:
             result["policy/std"] = float(self.model.log_std.detach().exp().mean())

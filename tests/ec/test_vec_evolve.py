@@ -29,9 +29,30 @@ def test_a_vectorized_pbt_population_evolves_and_resumes(tmp_path, capsys):
     assert len((root / "lineage.jsonl").read_text().splitlines()) >= 8
 
 
+@pytest.mark.slow
+def test_a_league_rates_its_members_and_writes_the_tables(tmp_path):
+    root = tmp_path / "run"
+    arguments = [*FILES, "-m", f"root={root}", *SMALL, "ec.selfplay=true", "rl.ppo.clip=[0.1,0.3]",
+                 "mdp.vec.reward.push=[100.0,300.0]", "ec.stop=self.trained >= 4"]
+    assert main(arguments) == 0
+    rows = [json.loads(line) for line in (root / "lineage.jsonl").read_text().splitlines()]
+    assert len(rows) >= 4 and all(0.1 <= row["hparams"]["rl.ppo.clip"] <= 0.3 for row in rows)
+    table = (root / "league" / "ratings.csv").read_text().splitlines()
+    assert table[0].startswith("name,") and len(table) == 1 + 2 + 1 and table[-1].startswith("initial,")
+    ratings = {line.split(",")[0]: float(line.split(",")[4]) for line in table[1:]}
+    last = rows[-2:]
+    assert {f"individual {row['id']}" for row in last} <= set(ratings)
+    assert all(row["fitness"] == pytest.approx(ratings[f"individual {row['id']}"]) for row in last)
+    assert (root / "league" / "winrate.csv").is_file() and (root / "league" / "winrate.png").is_file()
+
+
 @pytest.mark.parametrize("change, message", [
-    ("mdp.vec.horizon=[4,8]", "searches train.lr only"),
-    ("ec.population=3", "must be a positive multiple of the population size 3"),
+    ("mdp.vec.horizon=[4,8]", "mdp.vec.horizon cannot be searched in a vectorized population: the members share "
+                              "one task, and changing it for some would recompile the physics"),
+    ("model.log_std=[-2.0,-1.0]", "share one architecture"),
+    ("rl.ppo.epochs=[2,4]", "rl.ppo.epochs cannot be searched in a vectorized population"),
+    ("ec.population=3", "ec.population=3 must divide mdp.vec.num_envs=8"),
+    ("ec.vectorized=false", "separate vectorized learners are not available"),
 ])
 def test_bad_vectorized_populations_are_one_line(tmp_path, capsys, change, message):
     assert main([*FILES, "-m", f"root={tmp_path}/run", *SMALL, change]) == 2

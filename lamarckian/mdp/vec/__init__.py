@@ -13,7 +13,7 @@ from ..plugin import is_plugin, load_plugin
 from .base import VecTask
 from .battle import AntBattle, BattleSettings
 from .physics import BACKENDS, mjx_available
-from .ring import AntRing, RingSettings
+from .ring import REWARD_FIELDS, AntRing, RingSettings
 from .sumo import AntSumo, SumoSettings
 
 TASKS = ("ant_sumo", "ant_battle")
@@ -35,14 +35,18 @@ def placement(settings: Mapping[str, Any]) -> tuple[str, str, int]:
     return backend, device, num_envs
 
 
+def reward_settings(settings: Mapping[str, Any]) -> dict[str, float]:
+    """The :class:`RingSettings` reward fields the ``mdp.vec.reward`` section sets."""
+    reward = settings.get("reward") or {}
+    return {REWARD_FIELDS[key]: float(value) for key, value in reward.items() if key in REWARD_FIELDS}
+
+
 def task_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The :class:`RingSettings` fields set by the ``mdp.vec`` section: ``observe_time``, ``egocentric``, the spawn band, ``spawn_yaw``, the
     ``physics`` joints and the ``reward`` weights (``reward.anneal`` belongs to the learner)."""
-    physics, reward = settings.get("physics") or {}, settings.get("reward") or {}
-    names = {"win": "win_reward", "lose": "lose_reward", "draw": "draw_reward", "move": "move_weight",
-             "push": "push_weight", "action_cost": "action_cost", "limit_cost": "limit_cost"}
+    physics = settings.get("physics") or {}
     fields = {**{key: float(physics[key]) for key in ("kp", "kd", "armature", "damping") if key in physics},
-              **{names[key]: float(value) for key, value in reward.items() if key in names}}
+              **reward_settings(settings)}
     for flag in ("observe_time", "egocentric"):
         if flag in settings:
             fields[flag] = bool(settings[flag])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Mapping
 
 import torch
 
@@ -20,6 +21,9 @@ ROOT_Q, ROOT_V, JOINTS = 7, 6, 8  # free joint (qpos / qvel sizes), hinge joints
 OWN_STATE = ROOT_Q + ROOT_V + 2 * JOINTS  # 29: own root position, quaternion, velocities, scaled joints
 
 
+#: ``mdp.vec.reward`` keys → the :class:`RingSettings` fields that weigh rewards (a float, or one per environment)
+REWARD_FIELDS = {"win": "win_reward", "lose": "lose_reward", "draw": "draw_reward", "move": "move_weight",
+                 "push": "push_weight", "action_cost": "action_cost", "limit_cost": "limit_cost"}
 REFERENCE_SUBSTEPS = 2  # the constants below are per control step at 60 Hz (2 physics steps of 1/120 s)
 
 
@@ -79,6 +83,18 @@ class AntRing(VecTask):
         self.progress = torch.zeros(num_envs, dtype=torch.int64, device=device)
         self.previous_radius = torch.zeros(num_envs, num_agents, device=device)
         self.dense_scale = 1.0           # multiplies the dense (shaping) rewards; a learner may anneal it to 0
+
+    def set_reward_weights(self, weights: Mapping[str, torch.Tensor]) -> None:
+        """Reward weights per environment: ``weights[field]`` ``(E,)`` for reward fields of :class:`RingSettings`
+        (``win_reward``, ``push_weight``...), e.g. a vectorized population whose members search them."""
+        for field, values in weights.items():
+            if field not in REWARD_FIELDS.values():
+                raise ValueError(f"{field!r} is not a reward weight of {type(self).__name__}")
+            if tuple(values.shape) != (self.num_envs,):
+                raise ValueError(f"{field}: expected one weight per environment ({self.num_envs},), "
+                                 f"got {tuple(values.shape)}")
+        self.settings = dataclasses.replace(self.settings, **{field: values.to(self.device, torch.float32)[:, None]
+                                                               for field, values in weights.items()})
 
     def ring_radius(self) -> torch.Tensor:
         """The ring's radius in each environment ``(E,)`` (m); Ant Battle's shrinks."""
