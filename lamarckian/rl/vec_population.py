@@ -8,8 +8,8 @@ Each member trains as :class:`~.vec_learner.VecLearner` trains alone: its agent 
 a snapshot added when ``rl.opponent.pool.add`` holds), ``mdp.vec.initial_share`` of its environments against the
 initial policy. With a league (``ec.selfplay``), ``league.share`` of the other games go to the other members'
 snapshots (refreshed every ``league.refresh`` iterations), drawn by PFSP over the member's record against each; the
-games between members are tallied for a Bradley-Terry (Elo) rating of the members (:meth:`ratings`). Every opponent
-of every member is one stacked policy set: one forward for all of them.
+games between members are tallied for a Bradley-Terry (Elo) rating of the members (:meth:`ratings`). All opponents
+of all members act in two stacked forwards (:meth:`stack`).
 """
 
 from __future__ import annotations
@@ -108,6 +108,7 @@ class VecPopulationLearner(Trainer):
         self.scores = [ScoreWindow(WINDOW) for _ in range(self.size)]          # all training games
         self.initial_scores = [ScoreWindow(WINDOW) for _ in range(self.size)]  # those of the initial lanes
         self.observations: torch.Tensor | None = None
+        self.fixed_width = self.device.type != "cpu"     # opponent forwards without a host sync (see VecLearner)
         self.keys: list[tuple] = []
         self.stack()
 
@@ -163,25 +164,59 @@ class VecPopulationLearner(Trainer):
 
     # ---- opponents ----------------------------------------------------------------------------------------------
     def stack(self) -> None:
-        """Stack every opponent: the members' league snapshots (with a league), each member's pool, and, last, the
-        initial policy (the fixed opponent of the initial lanes). Games in progress keep their opponent if it is
-        still there; the others (and every environment at the start) draw one."""
+        """Stack every opponent: the members' league snapshots (with a league) and, last, the initial policy (the
+        fixed opponent of the initial lanes) in one set that any environment may draw; each member's pool in a
+        second set that only the member's environments draw (so a GPU's fixed-width forward pads a pool snapshot
+        to ``num_envs / P`` rows, not ``num_envs``). Games in progress keep their opponent if it is still there;
+        the others (and every environment at the start) draw one."""
         previous = self.keys
-        keys: list[tuple] = [("member", m) for m in range(self.size)] if self.league else []
-        keys += [("pool", m, i) for m, pool in enumerate(self.pools) for i in pool.snapshots]
-        keys.append(INITIAL)
-        blobs = [self.league_blobs[k[1]] if k[0] == "member" else self.pools[k[1]].snapshots[k[2]].blob
-                 if k[0] == "pool" else self.initial_blob for k in keys]
-        self.keys, self.stacked = keys, StackedPolicies(self.members[0], blobs, self.device)
+        league = [("member", m) for m in range(self.size)] if self.league else []
+        pools = [("pool", m, i) for m, pool in enumerate(self.pools) for i in pool.snapshots]
+        keys = self.keys = league + pools + [INITIAL]      # an opponent's number: its place here
+        self.shared = StackedPolicies(self.members[0], [*(self.league_blobs[k[1]] for k in league),
+                                                        self.initial_blob], self.device)
+        self.pool_stack = StackedPolicies(self.members[0], [self.pools[k[1]].snapshots[k[2]].blob for k in pools],
+                                          self.device)
+        in_pool = [k[0] == "pool" for k in keys]
+        tensor = lambda values: torch.tensor(values, dtype=torch.int64, device=self.device)  # noqa: E731
+        self.to_pool = tensor([i - len(league) if pooled else -1 for i, pooled in enumerate(in_pool)])
+        self.to_shared = tensor([-1 if pooled else min(i, len(league)) for i, pooled in enumerate(in_pool)])
+        self.first_pool = tensor([pools.index(("pool", m, next(iter(pool.snapshots))))
+                                  for m, pool in enumerate(self.pools)])
         self.weights = torch.tensor(self._probabilities(), dtype=torch.float32, device=self.device)
         drawn = self._draw()
         if not previous:
             self.opponent, self.opponent_mean = drawn, self._draw_mean()
             return
         position = {key: index for index, key in enumerate(keys)}
-        moved = torch.tensor([position.get(key, -1) for key in previous], device=self.device)
+        moved = tensor([position.get(key, -1) for key in previous])
         kept = moved[self.opponent]
         self.opponent = torch.where(kept >= 0, kept, drawn)
+
+    def _opponent_actions(self, observations: torch.Tensor) -> torch.Tensor:
+        """The opponents' actions ``(E × seats, A)`` for their observations (seat-major, as the task orders them):
+        the pool set acts for the rows whose opponent is a pool snapshot, the shared set for the others. On the
+        CPU each set gets exactly its rows; on a GPU every row goes to both (no host synchronization: a row of
+        the other set is parked on its member's first pool snapshot, or on the first shared policy) and the
+        right action is picked."""
+        seats = self.task.num_agents - 1
+        opponent, mean = self.opponent.repeat(seats), self.opponent_mean.repeat(seats)
+        pool_row = self.to_pool[opponent]
+        in_pool = pool_row >= 0
+        pool_policy = torch.where(in_pool, pool_row, self.first_pool[self.member_of_env.repeat(seats)])
+        shared_policy = self.to_shared[opponent].clamp(min=0)
+        sets = ((self.pool_stack, pool_policy, in_pool, self.member_envs * seats),
+                (self.shared, shared_policy, ~in_pool, self.task.num_envs * seats))
+        if not self.fixed_width:
+            actions = observations.new_zeros(len(observations), self.task.num_actions)
+            for stacked, policy, rows, _ in sets:
+                if bool(rows.any()):
+                    actions[rows] = stacked.act(observations[rows], policy[rows], deterministic=mean[rows],
+                                                generator=self.generator)
+            return actions
+        pooled, shared = (stacked.act(observations, policy, deterministic=mean, generator=self.generator,
+                                      width=width) for stacked, policy, _, width in sets)
+        return torch.where(in_pool[:, None], pooled, shared)
 
     def _probabilities(self) -> np.ndarray:
         """``(P, K)``: each member's chance to draw each stacked opponent outside the initial lanes."""
@@ -226,14 +261,10 @@ class VecPopulationLearner(Trainer):
                     ("rewards", ()), ("dones", ()))}
         values = zeros(steps + 1, size, member_envs)
         outcomes = zeros(size * count, 3)
-        seats = task.num_agents - 1
-        width = envs * seats if self.device.type != "cpu" else None     # no host sync on a GPU (see VecLearner)
         for t in range(steps):
             own = self.observations[:envs].reshape(size, member_envs, -1)
             action, log_prob, value = self.population.act(own, self.generator)
-            others = self.stacked.act(self.observations[envs:], self.opponent.repeat(seats),
-                                      deterministic=self.opponent_mean.repeat(seats), generator=self.generator,
-                                      width=width)
+            others = self._opponent_actions(self.observations[envs:])
             self.observations, reward, done, extras = task.step(torch.cat([action.reshape(envs, -1), others])
                                                                 .clamp(-1, 1))
             done = done.to(self.device)

@@ -9,6 +9,7 @@ import torch
 
 from lamarckian.config import load
 from lamarckian.ec.space import with_values
+from lamarckian.model import to_blob
 from lamarckian.rl.loop import TrainingLoop
 from lamarckian.rl.vec_population import LeagueSettings, VecPopulationLearner
 
@@ -35,7 +36,8 @@ def test_members_train_on_their_own_environments_and_resume(tmp_path):
     moved = [max(float((a - b).abs().max().detach()) for a, b in zip(old, m.parameters()))
              for old, m in zip(before, population.members)]
     assert all(step > 0 for step in moved) and moved[3] > moved[0]      # a larger learning rate moves further
-    assert population.stacked.count == 4 + 4 + 1      # the members' league snapshots, 4 pools, the initial policy
+    assert population.shared.count == 4 + 1            # the members' league snapshots and the initial policy
+    assert population.pool_stack.count == 4           # each member's pool (its initial snapshot)
     lanes = population.opponent.reshape(4, 2)
     assert (lanes[:, 0] == 8).all()                    # the first lane of each member plays the initial policy
     resumed = VecPopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=2))
@@ -75,6 +77,29 @@ def test_games_feed_the_pools_the_league_and_the_ratings():
         sum(member_three) == pytest.approx(0.5)        # league share; the rest is member 3's own pool
     population.reset_tally()
     assert population.tally.games.sum() == 0
+    population.close()
+
+
+def test_the_gpu_way_of_acting_for_the_opponents_gives_the_same_actions():
+    """A GPU parks every row in both stacked sets at fixed widths (no host sync); the CPU gives each set its rows:
+    with mean actions both give every opponent the same action."""
+    config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SMALL)
+    population = VecPopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=1))
+    for member, pool in enumerate(population.pools):
+        for extra in range(member):              # pools of different sizes, of weights unlike the initial ones
+            with torch.no_grad():
+                population.members[member].policy_head.bias.add_(0.1 * (extra + 1))
+            pool.add(to_blob(population.members[member]), iteration=extra + 1)
+    population.league_blobs = [to_blob(model) for model in population.members]
+    population.stack()
+    # environments 2m, 2m + 1 are member m's; opponents 0-3 the league, 4 | 5 6 | 7 8 9 | 10-13 the pools, 14 initial
+    population.opponent = torch.tensor([0, 1, 6, 3, 7, 9, 13, 14], dtype=torch.int64)
+    population.opponent_mean = torch.ones(8, dtype=torch.bool)
+    observations = torch.randn(8, population.task.num_obs)
+    exact = population._opponent_actions(observations)
+    population.fixed_width = True
+    assert torch.allclose(population._opponent_actions(observations), exact, atol=1e-6)
+    assert len({tuple(row.tolist()) for row in exact}) > 4
     population.close()
 
 
