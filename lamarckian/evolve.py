@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ray_config = dict(config["ray"])
     if not ray_config.get("address") and not ray_config.get("num_cpus"):
         ray_config["num_cpus"] = local_cpus(evolution.config)
-    if config["mdp"]["create"] != "vec":          # a vectorized population trains in this process
+    if not evolution.in_process:                  # one vectorized group trains in this process, without Ray
         start_ray(ray_config)
     return run_job(evolution.run, evolution.save, evolution.close, "population checkpoint")
 

@@ -52,12 +52,21 @@ class Evolution:
         self.settings = ec = EvolutionSettings.from_config(self.config)
         self.algorithm = build_algorithm(self.config, self.space)
         self.learner_count = ec.learner_count
-        self.vectorized = ec.vectorized_for(self.config)          # the population trains in this process
+        self.vectorized = ec.vectorized_for(self.config)  # the population trains as stacked groups of members
+        self.group_size = 1                                # individuals a learner trains at once
+        self.rounds: Any = None                            # one vectorized group in this process (no Ray)
         if self.vectorized:
-            from .vec_rounds import VecRounds
+            from .vec_rounds import VecRounds, check_vectorized
 
-            self.learner_count = ec.population
-            self.rounds = VecRounds(self.config, ec.population, [d.key for d in self.space], run)
+            self.learner_count = ec.learners or 1
+            if ec.population % self.learner_count:
+                raise ValueError(f"ec.learners={self.learner_count} must divide ec.population={ec.population}: "
+                                 f"each learner trains an equal group of the vectorized population")
+            self.group_size = ec.population // self.learner_count
+            check_vectorized(self.config, self.group_size, [d.key for d in self.space])
+            if self.learner_count == 1:
+                self.rounds = VecRounds(self.config, ec.population, [d.key for d in self.space],
+                                        run / "league" if run else None)
         self.stop_rule = Expression(ec.stop)
         self.folder = run
         self.local = bool(config["ray"]["local_mode"])
@@ -110,34 +119,52 @@ class Evolution:
 
     # ---- learners ------------------------------------------------------------------------------------------
     def _spawn(self) -> Any:
-        arguments = (dict(self.config), self.spawned)
+        """A learner process (a Ray actor; an object of this process with --debug): a :class:`PopulationLearner`,
+        or for a vectorized population a :class:`VecGroupLearner` of ``group_size`` members."""
+        index = self.spawned
         self.spawned += 1
+        if self.vectorized:
+            from .vec_group import VecGroupLearner
+
+            league = str(self.folder / "league" / f"learner-{index}") if self.folder else None
+            kind: Any = VecGroupLearner
+            arguments: tuple = (dict(self.config), self.group_size, [d.key for d in self.space], index, league)
+        else:
+            kind, arguments = PopulationLearner, (dict(self.config), index)
         if self.local:
-            return PopulationLearner(*arguments, own_process=False)
+            return kind(*arguments, own_process=False)
         import ray
 
-        cpus = self.settings.learner_cpus
-        return ray.remote(num_cpus=cpus, max_restarts=0)(PopulationLearner).remote(*arguments)
+        return ray.remote(num_cpus=self.settings.learner_cpus, num_gpus=self.settings.learner_gpus,
+                          max_restarts=0)(kind).remote(*arguments)
+
+    @property
+    def in_process(self) -> bool:
+        """The population trains in this process (one vectorized group): no Ray needed."""
+        return self.rounds is not None
 
     def start(self) -> None:
-        if self.vectorized:
+        if self.in_process:
             return
         self.learners = [self._spawn() for _ in range(self.learner_count)]
         self.someone = rpc.Any(self.learners, settings=rpc.RpcSettings.from_config(self.config))
 
-    def _replace(self, error: rpc.ActorDiedError, individual: Individual) -> None:
-        """Swap a dead learner for a new one; its individual is trained again from its stored state."""
+    def _replace(self, error: rpc.ActorDiedError, individuals: list[Individual]) -> None:
+        """Swap a dead learner for a new one; its individuals are trained again from their stored state."""
         dead = self.someone.handle(error.actor)
         self.someone.remove(error.actor)
         self._kill(dead)
         replacement = self._spawn()
         self.someone.add(replacement)
         self.learners = [replacement if learner is dead else learner for learner in self.learners]
-        self.algorithm.retry(individual)
-        self.restarted.append(individual.id)
+        for individual in individuals:
+            self.algorithm.retry(individual)
+            self.restarted.append(individual.id)
         self.replaced += 1
-        self.progress.print(f"learner died ({error.actor}) while training individual {individual.id}; replaced it "
-                            f"({self.replaced} so far), the individual restarts from the population checkpoint")
+        names = ", ".join(str(individual.id) for individual in individuals)
+        self.progress.print(f"learner died ({error.actor}) while training individual{'s' * (len(individuals) > 1)} "
+                            f"{names}; replaced it ({self.replaced} so far), training again from the population "
+                            f"checkpoint")
 
     def _kill(self, learner: Any) -> None:
         if self.local:
@@ -154,7 +181,7 @@ class Evolution:
         if self.someone is not None:
             self.someone.close()
             self.someone = None
-        if self.vectorized and self.rounds is not None:
+        if self.in_process:
             self.rounds.close()
             self.rounds = None
         for learner in self.learners:
@@ -171,15 +198,32 @@ class Evolution:
                  "best": best.fitness if best is not None else -math.inf}
         return bool(self.stop_rule.evaluate({"self": names}))
 
-    def _calls(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _calls(self) -> Iterator[tuple[str, Any]]:
+        """``("train", task)`` per individual, or for a vectorized population ``("train", [task, ...])`` per group
+        of ``group_size`` individuals, until ``ec.stop`` holds."""
         while not self.should_stop():
-            individual = self.algorithm.ask()
-            self.in_flight[individual.id] = individual
-            yield "train", self._task(individual)
+            individuals = [self.algorithm.ask() for _ in range(self.group_size)]
+            for individual in individuals:
+                self.in_flight[individual.id] = individual
+            tasks = [self._task(individual) for individual in individuals]
+            yield "train", tasks if self.vectorized else tasks[0]
+
+    def _outcomes(self) -> Iterator[tuple[list[Individual], Any]]:
+        """``(individuals, outcome)`` as rounds finish: the outcome is the list of their reports, or the error that
+        ended the round."""
+        calls = self._calls()
+        if self.in_process:
+            outcomes: Iterator = ((call, self.rounds.train_round(call[1])) for call in calls)
+        else:
+            outcomes = self.someone.as_completed(calls)
+        for call, outcome in outcomes:
+            tasks = call[1] if self.vectorized else [call[1]]
+            reports = outcome if self.vectorized or isinstance(outcome, BaseException) else [outcome]
+            yield [self.in_flight.pop(task["id"]) for task in tasks], reports
 
     def _task(self, individual: Individual) -> dict[str, Any]:
         task = individual.task()
-        if self.settings.selfplay:
+        if self.settings.selfplay and not self.vectorized:   # a vectorized league plays within its group
             task["opponents"] = {m.id: m.state["model"] for m in self.algorithm.members()
                                  if m.id != individual.id and m.state is not None}
         return task
@@ -192,29 +236,23 @@ class Evolution:
         self.progress = Progress(evaluator.progress)
         if self.someone is None:
             self.start()
-        workers = (f"one vectorized learner ({self.rounds.learner.member_envs} environments a member)" if self.vectorized
+        workers = (f"one vectorized learner ({self.rounds.learner.member_envs} environments a member)" if self.in_process
+                   else f"{self.learner_count} vectorized learners × {self.group_size} members" if self.vectorized
                    else f"{self.learner_count} learners × {SampleSettings.from_config(self.config).actors} actors")
         self.progress.print(f"evolving: {ec.algorithm}, population {ec.population}, {workers}, searching "
                             f"{', '.join(d.key for d in self.space) or 'nothing'}; run directory {self.folder}")
         self._last_save, self._window = time.monotonic(), (time.monotonic(), self.cost)
-        if self.vectorized:
-            for batch in self.rounds.rounds(self._calls()):
-                told = [(self.in_flight.pop(call[1]["id"]), report) for call, report in batch]
-                self.algorithm.tell_round(told)
-                for individual, report in told:
-                    self._record(individual, report)
-                self._reported()
-        else:
-            for call, outcome in self.someone.as_completed(self._calls()):
-                individual = self.in_flight.pop(call[1]["id"])
-                if isinstance(outcome, rpc.ActorDiedError):
-                    self._replace(outcome, individual)
-                    continue
-                if isinstance(outcome, BaseException):
-                    raise outcome
-                self.algorithm.tell(individual, outcome)
-                self._record(individual, outcome)
-                self._reported()
+        for individuals, outcome in self._outcomes():
+            if isinstance(outcome, rpc.ActorDiedError):
+                self._replace(outcome, individuals)
+                continue
+            if isinstance(outcome, BaseException):
+                raise outcome
+            told = list(zip(individuals, outcome))
+            self.algorithm.tell_round(told)
+            for individual, report in told:
+                self._record(individual, report)
+            self._reported()
         self.save()
         if self.lineage is not None:
             plot_lineage(self.lineage.read(), self.folder / "lineage.png")

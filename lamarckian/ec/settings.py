@@ -22,6 +22,7 @@ class EvolutionSettings(Section):
     population: int
     learners: int | None
     learner_cpus: float
+    learner_gpus: float
     log: tuple[str, ...]
     objectives: tuple[str, ...]
     selfplay: bool
@@ -33,8 +34,8 @@ class EvolutionSettings(Section):
             raise ValueError(f"ec.algorithm={self.algorithm!r}: expected one of {ALGORITHMS}")
         if not self.objectives:
             raise ValueError("ec.objectives must name at least one objective")
-        if self.population < 1 or self.learner_cpus < 0:
-            raise ValueError("ec.population must be at least 1 and ec.learner_cpus at least 0")
+        if self.population < 1 or self.learner_cpus < 0 or self.learner_gpus < 0:
+            raise ValueError("ec.population must be at least 1, ec.learner_cpus and ec.learner_gpus at least 0")
         if not 1 <= self.learner_count <= self.population:
             raise ValueError(f"ec.learners must be between 1 and ec.population ({self.population}), "
                              f"got {self.learner_count}")

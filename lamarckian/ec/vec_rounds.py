@@ -1,7 +1,7 @@
 """evolve.py on a vectorized task: the whole population trains in this process, on one device, as one
 :class:`~lamarckian.rl.vec_population.VecPopulationLearner` (one member per individual, one forward and one batched
 update for all), round after round. It stands where the Ray learners stand for the actor-fleet tasks: the engine asks
-the algorithm for a round's individuals and tells it their reports together (:meth:`VecRounds.rounds`), so PBT,
+the algorithm for a round's individuals and tells it their reports together (:meth:`VecRounds.train_round`), so PBT,
 NSGA-II and the tournament, lineage, population checkpoints and resume work unchanged.
 
 Searchable per member (:data:`SEARCHABLE`): the learning rate and the PPO settings a batched update can vary per
@@ -9,18 +9,18 @@ member, and the reward weights of ``mdp.vec.reward``. Anything else would change
 for the whole batch) or the architecture the members share: refused in one line before anything starts.
 
 With ``ec.selfplay`` the members form a league (they play each other's snapshots); a member's fitness is then its
-Bradley-Terry Elo from the round's games among the members and the initial policy, and every round writes
-``league/ratings.csv``, ``league/winrate.csv`` and ``league/winrate.png`` to the run directory (as evaluate.py does).
+Bradley-Terry Elo above the initial policy's from the round's games among the members and the initial policy (the
+initial policy anchors the scale, so ratings of different rounds and groups compare), and every round writes
+``ratings.csv``, ``winrate.csv`` and ``winrate.png`` to the league folder (as evaluate.py does).
 """
 
 from __future__ import annotations
 
 import copy
-import itertools
 import socket
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -73,13 +73,13 @@ class VecRounds:
         config: the run's base configuration (search ranges resolved), ``mdp.create: vec``.
         size: the population size (members trained together).
         searched: the searched keys (see :data:`SEARCHABLE`).
-        folder: the run directory (league tables go to ``folder/league``; None: nothing written).
+        league_folder: where a league's tables go (None: nowhere).
     """
 
     def __init__(self, config: Mapping[str, Any], size: int, searched: Sequence[str],
-                 folder: Path | None = None) -> None:
+                 league_folder: Path | None = None) -> None:
         check_vectorized(config, size, searched)
-        self.base, self.size, self.folder = config, size, folder
+        self.base, self.size, self.league_folder = config, size, league_folder
         self.config = round_config(config, {}, int(config["seed"]))
         self.selfplay = EvolutionSettings.from_config(config).selfplay
         league = LeagueSettings.from_config(config) if self.selfplay else None
@@ -87,17 +87,6 @@ class VecRounds:
         games = SampleSettings.from_config(config).eval
         self.evaluation = VecEvaluation(config["mdp"]["vec"], games, ("initial",), seed=int(config["seed"]) + 1) \
             if games > 0 else None
-
-    def rounds(self, calls: Iterable[tuple[str, Mapping[str, Any]]]
-               ) -> Iterator[list[tuple[tuple[str, Mapping[str, Any]], dict[str, Any]]]]:
-        """Take up to ``size`` calls at a time, train them as one round, yield the round's ``(call, report)``
-        pairs together (the next calls are taken only after the engine has told the algorithm)."""
-        calls = iter(calls)
-        while True:
-            batch = list(itertools.islice(calls, self.size))
-            if not batch:
-                return
-            yield list(zip(batch, self.train_round([task for _, task in batch])))
 
     def train_round(self, tasks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Load each task into a member slot, train all members until ``ec.train.stopper`` holds, evaluate each
@@ -141,12 +130,11 @@ class VecRounds:
         """The round's Elo of the members and the initial policy; the league tables written."""
         learner = self.learner
         ratings = learner.ratings()
-        if self.folder is not None:
+        if self.league_folder is not None:
             entrants = [Entrant(f"individual {task['id']}", np.empty(0), learner.iteration, learner.cost)
                         for task in tasks] + [Entrant("initial", np.empty(0))]
-            folder = self.folder / "league"
-            write_tables(folder, entrants, learner.tally, ratings)
-            plot(folder, entrants, learner.tally, ratings)
+            write_tables(self.league_folder, entrants, learner.tally, ratings)
+            plot(self.league_folder, entrants, learner.tally, ratings)
         return ratings
 
     def _report(self, member: int, task: Mapping[str, Any], cost: int, iterations: int, seconds: float,
@@ -162,7 +150,7 @@ class VecRounds:
                        "fitness": 2.0 * result["initial/score"] - 1.0}
         if ratings is not None:
             summary.update({"elo": float(ratings[member]), "elo_initial": float(ratings[-1]),
-                            "fitness": float(ratings[member])})
+                            "fitness": float(ratings[member] - ratings[-1])})
         state = {**learner.member_state(member), "iteration": learner.iteration, "cost": cost, "elapsed": seconds}
         training = {"win": learner.initial_scores[member].mean(), "win_all": learner.scores[member].mean()}
         return {"id": task["id"], "state": state, "summary": summary, "episodes": episodes, "training": training,

@@ -154,7 +154,7 @@ class PopulationLearner:
         return {"id": task["id"], "state": state, "summary": summary,
                 "episodes": [r.fitness for r in evaluator.results], "training": dict(learner.training),
                 "cost": learner.cost - cost, "iterations": learner.iteration - iterations,
-                "seconds": time.monotonic() - started, "learner": self.index, "node": _node()}
+                "seconds": time.monotonic() - started, "learner": self.index, "node": node_name()}
 
     @staticmethod
     def _blobs(learner: Learner, opponents: Mapping[int, Mapping[str, torch.Tensor]]) -> dict[int, np.ndarray]:
@@ -172,7 +172,7 @@ class PopulationLearner:
             self.learner = None
 
 
-def _node() -> str:
+def node_name() -> str:
     """The Ray node id this process runs on (the host name outside Ray)."""
     try:
         import ray

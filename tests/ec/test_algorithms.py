@@ -49,6 +49,22 @@ def test_pbt_truncation_copies_the_top_and_perturbs():
     assert child.fitness == 4.0 and not child.evaluated  # stands with its donor's score until it reports
 
 
+def test_a_round_told_together_replaces_only_the_bottom_quantile():
+    """A vectorized population reports all members at once: exploits are decided on those same standings (told one
+    by one, each child standing with its donor's score would push the next member told into the bottom)."""
+    pbt = PBT(space(), 4, ["fitness"], 0, PBTSettings.defaults(quantile=0.25, ready=1))
+    for round_number in range(3):
+        asked = [pbt.ask() for _ in range(4)]
+        pbt.tell_round([(individual, report(float(slot), f"round-{round_number}"))
+                        for slot, individual in enumerate(asked)])
+        assert [m.age for m in pbt.slots[1:]] == [round_number + 1] * 3      # slots 1-3 keep their members
+        assert pbt.slots[0].operator == "exploit+perturb" and pbt.slots[0].parent == pbt.slots[3].id
+    sequential = PBT(space(), 4, ["fitness"], 0, PBTSettings.defaults(quantile=0.25, ready=1))
+    run_round(sequential, lambda individual: float(individual.id))
+    run_round(sequential, lambda individual: float(individual.id % 4))
+    assert sum(m.operator == "exploit+perturb" for m in sequential.slots) > 1   # the cascade told together avoids
+
+
 def test_pbt_exploit_none_keeps_hyperparameters_and_weights():
     pbt = PBT(space(), 4, ["fitness"], 0, PBTSettings.defaults(exploit="none"))
     asked = run_round(pbt, lambda ind: float(ind.id))

@@ -1,12 +1,19 @@
 """evolve.py on Ant Sumo (CPU MuJoCo): the population trains as one vectorized learner in this process, PBT works
-as on the actor fleet (lineage, population checkpoints, best.pt, resume), bad searches are one line."""
+as on the actor fleet (lineage, population checkpoints, best.pt, resume), a league rates its members, groups of
+members train as Ray learners (one replaced when killed), bad searches are one line."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
+import time
 
 import pytest
 
+from lamarckian.config import load
+from lamarckian.ec import Evolution
 from lamarckian.evolve import main
 
 FILES = ["-c", "mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "ec/ea/pbt.yml"]
@@ -42,7 +49,7 @@ def test_a_league_rates_its_members_and_writes_the_tables(tmp_path):
     ratings = {line.split(",")[0]: float(line.split(",")[4]) for line in table[1:]}
     last = rows[-2:]
     assert {f"individual {row['id']}" for row in last} <= set(ratings)
-    assert all(row["fitness"] == pytest.approx(ratings[f"individual {row['id']}"]) for row in last)
+    assert all(row["fitness"] == pytest.approx(ratings[f"individual {row['id']}"] - ratings["initial"]) for row in last)
     assert (root / "league" / "winrate.csv").is_file() and (root / "league" / "winrate.png").is_file()
 
 
@@ -58,3 +65,40 @@ def test_bad_vectorized_populations_are_one_line(tmp_path, capsys, change, messa
     assert main([*FILES, "-m", f"root={tmp_path}/run", *SMALL, change]) == 2
     error = capsys.readouterr().err
     assert message in error and len(error.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_vectorized_groups_on_ray_replace_a_killed_learner(ray_local, tmp_path):
+    """ec.learners=2: two Ray learners of 2 members each; one is SIGKILLed mid-run, replaced, and its members are
+    trained again from the population's stored state."""
+    changes = [change for change in SMALL if not change.startswith("ec.population")]
+    config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "ec/ea/pbt.yml"],
+                  [*changes, "ec.population=4", "ec.learners=2", "ec.learner_cpus=0.5", "mdp.vec.workers=1",
+                   "ec.selfplay=true", "train.lr=[0.0001,0.003]", "ec.stop=self.trained >= 12",
+                   "ec.checkpoint.interval=0", f"root={tmp_path}"], ranges=True)
+    evolution = Evolution(config, tmp_path)
+    assert not evolution.in_process and evolution.group_size == 2
+    evolution.start()
+    victims: list[int] = []
+
+    def kill_one_learner_after_two_rounds() -> None:
+        while evolution.trained < 4:
+            time.sleep(0.05)
+        pid = evolution.someone.link.connections[0].endpoint["pid"]
+        victims.append(pid)
+        os.kill(pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_one_learner_after_two_rounds, daemon=True)
+    killer.start()
+    try:
+        members = evolution.run()
+    finally:
+        evolution.close()
+    assert victims and evolution.replaced == 1 and len(evolution.restarted) == 2 and evolution.trained >= 12
+    rows = [json.loads(line) for line in (tmp_path / "lineage.jsonl").read_text().splitlines()]
+    assert {row["learner"] for row in rows} == {0, 1, 2}                   # learner 2 replaced the killed one
+    assert all(any(row["id"] == restarted and row["learner"] == 2 for row in rows)
+               for restarted in evolution.restarted)                         # its members trained again there
+    assert len(members) == 4 and all(m.state is not None and "pool" in m.state for m in members)
+    for learner in (0, 1, 2):
+        assert (tmp_path / "league" / f"learner-{learner}" / "ratings.csv").is_file()
