@@ -50,9 +50,10 @@ def run(script: str, arguments: list[str]) -> None:
     subprocess.run(command, cwd=REPOSITORY, check=True)
 
 
-def entrant(name: str, template: torch.nn.Module, weights: dict, iteration: int = 0, cost: int = 0) -> Entrant:
+def entrant(name: str, template: torch.nn.Module, weights: dict, iteration: int, cost: int, seconds: float
+            ) -> Entrant:
     template.load_state_dict(weights)
-    return Entrant(name, to_blob(template), iteration, cost)
+    return Entrant(name, to_blob(template), iteration, cost, seconds)
 
 
 def main() -> None:
@@ -62,6 +63,7 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=64, help="deterministic games per pair")
     parser.add_argument("--root", type=Path, default=Path("/tmp/population_vs_single"))
     parser.add_argument("--no-league", action="store_true", help="PBT on the score against the initial policy")
+    parser.add_argument("--round-seconds", type=float, default=20.0, help="training time of a PBT round")
     parser.add_argument("-m", "--modify", nargs="*", default=[], help="more KEY=VALUE edits for both sides")
     args = parser.parse_args()
     shutil.rmtree(args.root, ignore_errors=True)
@@ -74,6 +76,7 @@ def main() -> None:
     single_seconds = time.monotonic() - started
     run("evolve.py", ["-c", *FILES, "ec/ea/pbt.yml", "-m", f"root={args.root / 'population'}",
                       f"ec.population={args.members}", "train.lr=[0.0001,0.003]", f"ec.stop=self.time >= {seconds}",
+                      f"ec.train.stopper=self.time >= {args.round_seconds}",
                       f"ec.selfplay={'false' if args.no_league else 'true'}", *common, "-D"])
     population_seconds = time.monotonic() - started - single_seconds
 
@@ -83,12 +86,13 @@ def main() -> None:
         template = vec_model(task, config["model"])
     entrants = [Entrant("initial", to_blob(template))]
     _, single = Checkpoints(args.root / "single" / "checkpoints").load_newest()
-    entrants.append(entrant("single", template, single["model"], single["iteration"], single["cost"]))
+    entrants.append(entrant("single", template, single["model"], single["iteration"], single["cost"],
+                            single["elapsed"]))
     _, population = Checkpoints(args.root / "population" / "population").load_newest()
     members = [m for m in population["algorithm"]["slots"] if m["state"] is not None]
     for member in members:
         entrants.append(entrant(f"member {member['id']}", template, member["state"]["model"], member["age"],
-                                member["cost"]))
+                                member["cost"], population["elapsed"]))
     try:
         run_vec_tournament(task, template, entrants, args.games, args.root / "rating", seed=config["seed"])
     finally:

@@ -85,8 +85,8 @@ class VecRounds:
         league = LeagueSettings.from_config(config) if self.selfplay else None
         self.learner = VecPopulationLearner(self.config, size, league)
         games = SampleSettings.from_config(config).eval
-        self.evaluation = VecEvaluation(config["mdp"]["vec"], games, ("initial",), seed=int(config["seed"]) + 1) \
-            if games > 0 else None
+        self.evaluation = VecEvaluation(config["mdp"]["vec"], games, ("initial",), seed=int(config["seed"]) + 1,
+                                        players=size) if games > 0 else None
 
     def train_round(self, tasks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Load each task into a member slot, train all members until ``ec.train.stopper`` holds, evaluate each
@@ -103,8 +103,10 @@ class VecRounds:
         seconds = time.monotonic() - started
         share = (learner.cost - cost) // self.size
         ratings = self._rate(tasks) if self.selfplay else None
-        return [self._report(member, task, share, learner.iteration - iterations, seconds, ratings)
-                for member, task in enumerate(tasks)]
+        results = self.evaluation.evaluate_many(learner.members, [learner.initial_blob]) \
+            if self.evaluation is not None else [None] * self.size
+        return [self._report(member, task, share, learner.iteration - iterations, seconds, ratings, result)
+                for member, (task, result) in enumerate(zip(tasks, results))]
 
     def _load(self, member: int, task: Mapping[str, Any]) -> None:
         learner = self.learner
@@ -138,12 +140,13 @@ class VecRounds:
         return ratings
 
     def _report(self, member: int, task: Mapping[str, Any], cost: int, iterations: int, seconds: float,
-                ratings: np.ndarray | None) -> dict[str, Any]:
-        learner, model = self.learner, self.learner.members[member]
+                ratings: np.ndarray | None, result: Mapping[str, float] | None) -> dict[str, Any]:
+        """One member's report: its state, its deterministic ``result`` against the initial policy, its league
+        rating."""
+        learner = self.learner
         summary: dict[str, float] = {}
         episodes: list[float] = []
-        if self.evaluation is not None:
-            result = self.evaluation.evaluate(model, [learner.initial_blob])
+        if result is not None:
             wins, draws, losses = (int(result[f"initial/{k}"]) for k in ("wins", "draws", "losses"))
             episodes = [1.0] * wins + [0.0] * draws + [-1.0] * losses
             summary = {"episodes": float(len(episodes)), "win": result["initial/score"],

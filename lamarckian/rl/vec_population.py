@@ -101,7 +101,7 @@ class VecPopulationLearner(Trainer):
         self.anneal = vec["reward"]["anneal"]
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         games = self.evaluator.episodes
-        self.evaluation = VecEvaluation(vec, games, INITIAL, seed=seed + 1) if games > 0 else None
+        self.evaluation = VecEvaluation(vec, games, INITIAL, seed=seed + 1, players=self.size) if games > 0 else None
         self.iteration = self.cost = self.version = 0
         self.elapsed = 0.0
         self.training: dict[str, float] = {}
@@ -358,10 +358,8 @@ class VecPopulationLearner(Trainer):
         """Each member's deterministic games against the initial policy; ``win`` is the best member's score."""
         if self.evaluation is None:
             return {}
-        summary: dict[str, float] = {}
-        for member, model in enumerate(self.members):
-            result = self.evaluation.evaluate(model, [self.initial_blob])
-            summary[f"member{member}/score"] = result["initial/score"]
+        results = self.evaluation.evaluate_many(self.members, [self.initial_blob])
+        summary = {f"member{member}/score": result["initial/score"] for member, result in enumerate(results)}
         best = max(summary.values())
         summary.update({"episodes": float(self.evaluator.episodes * self.size), "win": best,
                         "fitness": 2.0 * best - 1.0})
