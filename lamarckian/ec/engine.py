@@ -206,14 +206,21 @@ class Evolution:
             for individual in individuals:
                 self.in_flight[individual.id] = individual
             tasks = [self._task(individual) for individual in individuals]
-            yield "train", tasks if self.vectorized else tasks[0]
+            if not self.vectorized:
+                yield "train", tasks[0]
+            elif self.settings.selfplay and not self.in_process:   # a league across the groups
+                ids = {individual.id for individual in individuals}
+                yield "train", tasks, {m.id: m.state["model"] for m in self.algorithm.members()
+                                       if m.id not in ids and m.state is not None}
+            else:
+                yield "train", tasks
 
     def _outcomes(self) -> Iterator[tuple[list[Individual], Any]]:
         """``(individuals, outcome)`` as rounds finish: the outcome is the list of their reports, or the error that
         ended the round."""
         calls = self._calls()
         if self.in_process:
-            outcomes: Iterator = ((call, self.rounds.train_round(call[1])) for call in calls)
+            outcomes: Iterator = ((call, self.rounds.train_round(*call[1:])) for call in calls)
         else:
             outcomes = self.someone.as_completed(calls)
         for call, outcome in outcomes:
@@ -223,7 +230,7 @@ class Evolution:
 
     def _task(self, individual: Individual) -> dict[str, Any]:
         task = individual.task()
-        if self.settings.selfplay and not self.vectorized:   # a vectorized league plays within its group
+        if self.settings.selfplay and not self.vectorized:   # a vectorized league: the group call carries them
             task["opponents"] = {m.id: m.state["model"] for m in self.algorithm.members()
                                  if m.id != individual.id and m.state is not None}
         return task

@@ -36,9 +36,11 @@ class VecGroupLearner:
         self.index = index
         self.rounds = VecRounds(config, size, searched, Path(league_folder) if league_folder else None)
 
-    def train(self, tasks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """One round of the group's members (one task each, as :meth:`Individual.task` gives); their reports."""
-        reports = self.rounds.train_round(tasks)
+    def train(self, tasks: Sequence[Mapping[str, Any]],
+              opponents: Mapping[int, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """One round of the group's members (one task each, as :meth:`Individual.task` gives), with the other
+        groups' members (id → model state dict) in a league; their reports."""
+        reports = self.rounds.train_round(tasks, opponents)
         for report in reports:
             report.update(learner=self.index, node=node_name())
         return reports

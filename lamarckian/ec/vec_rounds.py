@@ -34,7 +34,7 @@ from ..rl.vec_evaluation import VecEvaluation
 from ..rl.vec_learner import vec_model
 from ..rl.vec_population import LeagueSettings, VecPopulationLearner
 from .settings import EvolutionSettings, RoundSettings
-from .worker import RoundStopper, owned, round_config
+from .worker import RoundStopper, member_blobs, owned, round_config
 
 #: keys a vectorized population may search (each member has its own value)
 SEARCHABLE = ("train.lr", "rl.ppo.kl_target", "rl.discount", "rl.gae", "rl.ppo.clip", "rl.ac.weight_loss.critic",
@@ -88,13 +88,17 @@ class VecRounds:
         self.evaluation = VecEvaluation(config["mdp"]["vec"], games, ("initial",), seed=int(config["seed"]) + 1,
                                         players=size) if games > 0 else None
 
-    def train_round(self, tasks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def train_round(self, tasks: Sequence[Mapping[str, Any]],
+                    opponents: Mapping[int, Mapping[str, torch.Tensor]] | None = None) -> list[dict[str, Any]]:
         """Load each task into a member slot, train all members until ``ec.train.stopper`` holds, evaluate each
         against the initial policy (and, in a league, rate them); one report per task (as
-        :meth:`PopulationLearner.train` gives)."""
+        :meth:`PopulationLearner.train` gives). ``opponents``: the weights of members other learners train (id →
+        model state dict), who join a league."""
         learner = self.learner
         for member, task in enumerate(tasks):
             self._load(member, task)
+        if self.selfplay:
+            learner.set_external(member_blobs(learner.members[0], opponents or {}))
         learner.reset_tally()
         started, cost, iterations = time.monotonic(), learner.cost, learner.iteration
         scale = max(float(task.get("scale", 1.0)) for task in tasks)
@@ -134,7 +138,8 @@ class VecRounds:
         ratings = learner.ratings()
         if self.league_folder is not None:
             entrants = [Entrant(f"individual {task['id']}", np.empty(0), learner.iteration, learner.cost)
-                        for task in tasks] + [Entrant("initial", np.empty(0))]
+                        for task in tasks] + [Entrant(f"individual {i} (another learner)", np.empty(0))
+                                              for i in learner.external] + [Entrant("initial", np.empty(0))]
             write_tables(self.league_folder, entrants, learner.tally, ratings)
             plot(self.league_folder, entrants, learner.tally, ratings)
         return ratings

@@ -140,7 +140,7 @@ class PopulationLearner:
                 for parameter in learner.model.parameters():
                     parameter.add_(torch.randn(parameter.shape, generator=generator) * float(task["weight_noise"]))
         if task.get("opponents"):
-            learner.play_against(self._blobs(learner, task["opponents"]))
+            learner.play_against(member_blobs(learner.model, task["opponents"]))
         learner.publish()
         started, cost, iterations = time.monotonic(), learner.cost, learner.iteration
         stopper = RoundStopper(RoundSettings.from_config(config).stopper, learner, task.get("scale", 1.0))
@@ -156,20 +156,20 @@ class PopulationLearner:
                 "cost": learner.cost - cost, "iterations": learner.iteration - iterations,
                 "seconds": time.monotonic() - started, "learner": self.index, "node": node_name()}
 
-    @staticmethod
-    def _blobs(learner: Learner, opponents: Mapping[int, Mapping[str, torch.Tensor]]) -> dict[int, np.ndarray]:
-        """Weight blobs of the other members (sent as model state dicts)."""
-        scratch = copy.deepcopy(learner.model)
-        blobs = {}
-        for member_id, model_state in opponents.items():
-            scratch.load_state_dict(owned(model_state))
-            blobs[int(member_id)] = to_blob(scratch)
-        return blobs
-
     def close(self) -> None:
         if self.learner is not None:
             self.learner.close()
             self.learner = None
+
+
+def member_blobs(template: torch.nn.Module, states: Mapping[int, Mapping[str, torch.Tensor]]) -> dict[int, np.ndarray]:
+    """Weight blobs of other members, received as model state dicts (id → state), through a copy of ``template``."""
+    scratch = copy.deepcopy(template)
+    blobs = {}
+    for member_id, model_state in states.items():
+        scratch.load_state_dict(owned(model_state))
+        blobs[int(member_id)] = to_blob(scratch)
+    return blobs
 
 
 def node_name() -> str:

@@ -7,8 +7,9 @@ Each member trains as :class:`~.vec_learner.VecLearner` trains alone: its agent 
 (frozen snapshots of itself, drawn per environment at each episode start by the pool's chooser, PFSP by default;
 a snapshot added when ``rl.opponent.pool.add`` holds), ``mdp.vec.initial_share`` of its environments against the
 initial policy. With a league (``ec.selfplay``), ``league.share`` of the other games go to the other members'
-snapshots (refreshed every ``league.refresh`` iterations), drawn by PFSP over the member's record against each; the
-games between members are tallied for a Bradley-Terry (Elo) rating of the members (:meth:`ratings`). All opponents
+snapshots (refreshed every ``league.refresh`` iterations) and to members that other learners train
+(:meth:`set_external`: a population split over several GPUs), drawn by PFSP over the member's record against each;
+the games are tallied for a Bradley-Terry (Elo) rating of the members (:meth:`ratings`). All opponents
 of all members act in two stacked forwards (:meth:`stack`).
 """
 
@@ -94,8 +95,9 @@ class VecPopulationLearner(Trainer):
         self.pools = [self._fresh_pool() for _ in range(self.size)]
         self.league = league if league is not None and self.size > 1 else None
         self.league_blobs = [to_blob(model) for model in self.members]
-        self.league_record = np.zeros((2, self.size, self.size))   # decayed (score, games) of row against column
-        self.tally = Tally(self.size + 1)                           # members and, last, the initial policy
+        self.external: dict[int, np.ndarray] = {}      # other learners' members in the league (id → blob)
+        self.records: dict[tuple, np.ndarray] = {}     # league opponent → each member's decayed (score, games) (2, P)
+        self.tally = Tally(self.size + 1)              # members, the external members, last the initial policy
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.mean_share = OpponentSettings.from_config(config).deterministic
         self.anneal = vec["reward"]["anneal"]
@@ -134,8 +136,9 @@ class VecPopulationLearner(Trainer):
             pool.load_state_dict(state["pool"])
         self.pools[member] = pool
         self.league_blobs[member] = to_blob(self.members[member])
-        self.league_record[:, member, :] = 0.0
-        self.league_record[:, :, member] = 0.0
+        self.records.pop(("member", member), None)
+        for record in self.records.values():
+            record[:, member] = 0.0
         self.scores[member].load([])
         self.initial_scores[member].load([])
         self.stack()
@@ -163,6 +166,19 @@ class VecPopulationLearner(Trainer):
                 for field in rewards[0]}
 
     # ---- opponents ----------------------------------------------------------------------------------------------
+    def league_keys(self) -> list[tuple]:
+        """The league's opponents: every member's snapshot, then the external members (none without a league)."""
+        if not self.league:
+            return []
+        return [("member", m) for m in range(self.size)] + [("external", i) for i in self.external]
+
+    def set_external(self, blobs: Mapping[int, np.ndarray]) -> None:
+        """Members trained by other learners (id → weight blob) join the league, replacing the previous ones; the
+        records against those that stay are kept. Call :meth:`reset_tally` after it."""
+        self.external = {int(i): np.asarray(blob) for i, blob in blobs.items()}
+        self.records = {k: v for k, v in self.records.items() if k[0] != "external" or k[1] in self.external}
+        self.stack()
+
     def stack(self) -> None:
         """Stack every opponent: the members' league snapshots (with a league) and, last, the initial policy (the
         fixed opponent of the initial lanes) in one set that any environment may draw; each member's pool in a
@@ -170,11 +186,11 @@ class VecPopulationLearner(Trainer):
         to ``num_envs / P`` rows, not ``num_envs``). Games in progress keep their opponent if it is still there;
         the others (and every environment at the start) draw one."""
         previous = self.keys
-        league = [("member", m) for m in range(self.size)] if self.league else []
+        league = self.league_keys()
         pools = [("pool", m, i) for m, pool in enumerate(self.pools) for i in pool.snapshots]
         keys = self.keys = league + pools + [INITIAL]      # an opponent's number: its place here
-        self.shared = StackedPolicies(self.members[0], [*(self.league_blobs[k[1]] for k in league),
-                                                        self.initial_blob], self.device)
+        blobs = [self.league_blobs[k[1]] if k[0] == "member" else self.external[k[1]] for k in league]
+        self.shared = StackedPolicies(self.members[0], [*blobs, self.initial_blob], self.device)
         self.pool_stack = StackedPolicies(self.members[0], [self.pools[k[1]].snapshots[k[2]].blob for k in pools],
                                           self.device)
         in_pool = [k[0] == "pool" for k in keys]
@@ -226,14 +242,13 @@ class VecPopulationLearner(Trainer):
         for member, pool in enumerate(self.pools):
             for snapshot_id, probability in pool.probabilities().items():
                 weights[member, column[("pool", member, snapshot_id)]] = (1.0 - share) * probability
-            if share:
-                others = [n for n in range(self.size) if n != member]
-                scores, games = self.league_record[:, member, others]
-                rates = np.where(games > 0, scores / np.maximum(games, 1e-9), 0.5)
-                settings = pool.settings
-                pfsp = np.array([pfsp_weight(r, settings.weighting) for r in rates]) + 1e-6
-                for other, weight in zip(others, pfsp / pfsp.sum()):
-                    weights[member, column[("member", other)]] = share * weight
+            others = [key for key in self.league_keys() if key != ("member", member)]
+            if share and others:
+                records = np.array([self.records.get(key, np.zeros((2, self.size)))[:, member] for key in others])
+                rates = np.where(records[:, 1] > 0, records[:, 0] / np.maximum(records[:, 1], 1e-9), 0.5)
+                pfsp = np.array([pfsp_weight(rate, pool.settings.weighting) for rate in rates]) + 1e-6
+                for key, weight in zip(others, pfsp / pfsp.sum()):
+                    weights[member, column[key]] = share * weight
         return weights
 
     def _draw(self) -> torch.Tensor:
@@ -320,6 +335,7 @@ class VecPopulationLearner(Trainer):
         """Fold one rollout's game counts ``(P, K, 3)`` into the pools, the league record and tally, and the running
         scores."""
         decay = self.pools[0].settings.decay
+        external = {i: self.size + position for position, i in enumerate(self.external)}
         for column, key in enumerate(self.keys):
             counts = outcomes[:, column]
             if key[0] == "pool":
@@ -329,12 +345,16 @@ class VecPopulationLearner(Trainer):
                 wins, draws, losses = counts[member]
                 if not wins + draws + losses:
                     continue
-                opponent = self.size if key == INITIAL else key[1]
-                self.tally.add_counts(member, opponent, wins, draws, losses)
                 if key[0] == "member":
-                    games, score = outcome_score(wins, draws, losses)
-                    self.league_record[:, member, opponent] = fold_decayed(*self.league_record[:, member, opponent],
-                                                                           games, score, decay)
+                    opponent = key[1]
+                elif key[0] == "external":
+                    opponent = external[key[1]]
+                else:                                     # the initial policy: the tally's last entrant
+                    opponent = self.tally.games.shape[0] - 1
+                self.tally.add_counts(member, opponent, wins, draws, losses)
+                if key[0] != "initial":
+                    record = self.records.setdefault(key, np.zeros((2, self.size)))
+                    record[:, member] = fold_decayed(*record[:, member], *outcome_score(wins, draws, losses), decay)
         for member in range(self.size):
             self.scores[member].add_outcomes(*outcomes[member].sum(0))
             self.initial_scores[member].add_outcomes(*outcomes[member, -1])
@@ -346,11 +366,12 @@ class VecPopulationLearner(Trainer):
 
     def reset_tally(self) -> None:
         """Start counting the members' games anew (a round begins)."""
-        self.tally = Tally(self.size + 1)
+        self.tally = Tally(self.size + len(self.external) + 1)
 
     def ratings(self) -> np.ndarray:
-        """Bradley-Terry Elo ``(P + 1,)`` of the members and, last, the initial policy, from the games tallied since
-        :meth:`reset_tally` (training games: stochastic actions, the opponents' share of mean actions)."""
+        """Bradley-Terry Elo ``(P + X + 1,)`` of the members, the X external members and, last, the initial policy,
+        from the games tallied since :meth:`reset_tally` (training games: the members' stochastic actions, the
+        opponents' share of mean actions)."""
         return self.tally.ratings()
 
     # ---- the run loop's view ------------------------------------------------------------------------------------
@@ -386,7 +407,9 @@ class VecPopulationLearner(Trainer):
                 "population": self.population.state_dict(), "initial": torch.from_numpy(self.initial_blob.copy()),
                 "pools": [pool.state_dict() for pool in self.pools],
                 "league": {"blobs": [torch.from_numpy(b.copy()) for b in self.league_blobs],
-                           "record": torch.from_numpy(self.league_record.copy())},
+                           "external": {i: torch.from_numpy(b.copy()) for i, b in self.external.items()},
+                           "records": [[list(key), torch.from_numpy(record.copy())]
+                                       for key, record in self.records.items()]},
                 "scores": [w.state() for w in self.scores], "initial_scores": [w.state() for w in self.initial_scores],
                 "generator": self.generator.get_state(), "iteration": self.iteration, "cost": self.cost,
                 "elapsed": self.elapsed}
@@ -399,7 +422,8 @@ class VecPopulationLearner(Trainer):
         for pool, saved in zip(self.pools, state["pools"]):
             pool.load_state_dict(saved)
         self.league_blobs = [blob.numpy().copy() for blob in state["league"]["blobs"]]
-        self.league_record = state["league"]["record"].numpy().copy()
+        self.external = {int(i): blob.numpy().copy() for i, blob in state["league"]["external"].items()}
+        self.records = {tuple(key): record.numpy().copy() for key, record in state["league"]["records"]}
         for windows, key in ((self.scores, "scores"), (self.initial_scores, "initial_scores")):
             for window, saved in zip(windows, state[key]):
                 window.load(saved)

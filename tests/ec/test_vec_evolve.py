@@ -100,5 +100,7 @@ def test_vectorized_groups_on_ray_replace_a_killed_learner(ray_local, tmp_path):
     assert all(any(row["id"] == restarted and row["learner"] == 2 for row in rows)
                for restarted in evolution.restarted)                         # its members trained again there
     assert len(members) == 4 and all(m.state is not None and "pool" in m.state for m in members)
-    for learner in (0, 1, 2):
-        assert (tmp_path / "league" / f"learner-{learner}" / "ratings.csv").is_file()
+    assert (tmp_path / "league" / "learner-0" / "ratings.csv").is_file()   # (killed: maybe after a first round)
+    for learner in (1, 2):              # a later round's league: its 2 members, the other learner's 2, the initial
+        table = (tmp_path / "league" / f"learner-{learner}" / "ratings.csv").read_text().splitlines()
+        assert len(table) == 1 + 2 + 2 + 1 and sum("(another learner)" in line for line in table) == 2

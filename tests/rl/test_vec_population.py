@@ -116,3 +116,26 @@ def test_a_population_that_does_not_divide_the_environments_is_refused():
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SMALL)
     with pytest.raises(ValueError, match="mdp.vec.num_envs=8 must be a positive multiple of the population size 3"):
         VecPopulationLearner(config, 3)
+
+
+def test_members_of_other_learners_join_the_league_and_the_ratings():
+    """A population split over learners: the other learners' members are league opponents (PFSP on the record
+    against each) and entrants of the ratings, between the members and the initial policy."""
+    config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SMALL)
+    population = VecPopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=10))
+    stranger = [to_blob(population.members[0]) + 0.01, to_blob(population.members[1]) - 0.01]
+    population.set_external({7: stranger[0], 9: stranger[1]})
+    population.reset_tally()
+    keys = population.keys
+    assert population.shared.count == 4 + 2 + 1 and ("external", 9) in keys
+    outcomes = np.zeros((4, len(keys), 3))
+    outcomes[:, keys.index(("external", 7))] = (0, 0, 6)          # everyone loses to individual 7
+    outcomes[:, keys.index(("external", 9))] = (6, 0, 0)          # and beats individual 9
+    population.record(outcomes)
+    ratings = population.ratings()
+    assert len(ratings) == 4 + 2 + 1 and ratings[4] == ratings.max() and ratings[5] == ratings.min()
+    weights = population._probabilities()
+    assert (weights[:, keys.index(("external", 7))] > 10 * weights[:, keys.index(("external", 9))]).all()
+    population.set_external({7: stranger[0]})                       # 9 left: its record goes, 7's stays
+    assert set(population.records) == {("external", 7)} and population.shared.count == 4 + 1 + 1
+    population.close()
