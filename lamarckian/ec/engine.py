@@ -244,7 +244,9 @@ class Evolution:
         if self.someone is None:
             self.start()
         workers = (f"one vectorized learner ({self.rounds.learner.member_envs} environments a member)" if self.in_process
-                   else f"{self.learner_count} vectorized learners × {self.group_size} members" if self.vectorized
+                   else f"{self.learner_count} vectorized learners × {self.group_size} members"
+                   + (" (on CPUs: ec.learner_gpus is 0)" if not self.settings.learner_gpus and _has_cuda() else "")
+                   if self.vectorized
                    else f"{self.learner_count} learners × {SampleSettings.from_config(self.config).actors} actors")
         self.progress.print(f"evolving: {ec.algorithm}, population {ec.population}, {workers}, searching "
                             f"{', '.join(d.key for d in self.space) or 'nothing'}; run directory {self.folder}")
@@ -302,6 +304,12 @@ class Evolution:
         self.progress.update({"best": f"{best.fitness:.3g}" if best is not None else "-", "rounds": str(self.trained),
                               "steps": format_number(self.cost), "sps": format_number(self.rate),
                               "training": str(len(self.in_flight)), "time": f"{self.clock():.0f}s"})
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def best_member(members: list[Individual]) -> Individual | None:
