@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from lamarckian.config import load
 from lamarckian.ec import Evolution, Individual
 from lamarckian.ec.records import save_weights
 from lamarckian.record import Checkpoints
+
+from .killing import evolve_killing_a_learner
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 #: a small CartPole population that fits a 2-CPU Ray: 3 learners × 1 actor, a few PPO iterations per round
@@ -41,21 +42,7 @@ def test_pbt_replaces_a_killed_learner_and_goes_on(ray_local, tmp_path):
     config = cartpole(tmp_path, "ec.population=3", "ec.stop=self.trained >= 9", "ec.checkpoint.interval=0")
     evolution = Evolution(config, tmp_path)
     evolution.start()
-    victims: list[int] = []
-
-    def kill_one_learner_after_two_rounds() -> None:
-        while evolution.trained < 2:
-            time.sleep(0.05)
-        connection = evolution.someone.link.connections[0]
-        victims.append(connection.endpoint["pid"])
-        os.kill(connection.endpoint["pid"], signal.SIGKILL)
-
-    killer = threading.Thread(target=kill_one_learner_after_two_rounds, daemon=True)
-    killer.start()
-    try:
-        members = evolution.run()
-    finally:
-        evolution.close()
+    members, victims = evolve_killing_a_learner(evolution, after_rounds=2)
     assert victims and evolution.replaced == 1 and evolution.trained >= 9
     assert len(members) == 3 and all(m.state is not None for m in members)  # a fresh exploit child inherits
     rows = [json.loads(line) for line in (tmp_path / "lineage.jsonl").read_text().splitlines()]

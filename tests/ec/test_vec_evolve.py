@@ -5,16 +5,14 @@ members train as Ray learners (one replaced when killed), bad searches are one l
 from __future__ import annotations
 
 import json
-import os
-import signal
-import threading
-import time
 
 import pytest
 
 from lamarckian.config import load
 from lamarckian.ec import Evolution
 from lamarckian.evolve import main
+
+from .killing import evolve_killing_a_learner
 
 FILES = ["-c", "mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "ec/ea/pbt.yml"]
 SMALL = ["ec.population=2", "mdp.vec.num_envs.cpu=8", "mdp.vec.horizon=8", "sample.eval=2", "model.hidden=[32]",
@@ -79,21 +77,7 @@ def test_vectorized_groups_on_ray_replace_a_killed_learner(ray_local, tmp_path):
     evolution = Evolution(config, tmp_path)
     assert not evolution.in_process and evolution.group_size == 2
     evolution.start()
-    victims: list[int] = []
-
-    def kill_one_learner_after_two_rounds() -> None:
-        while evolution.trained < 4:
-            time.sleep(0.05)
-        pid = evolution.someone.link.connections[0].endpoint["pid"]
-        victims.append(pid)
-        os.kill(pid, signal.SIGKILL)
-
-    killer = threading.Thread(target=kill_one_learner_after_two_rounds, daemon=True)
-    killer.start()
-    try:
-        members = evolution.run()
-    finally:
-        evolution.close()
+    members, victims = evolve_killing_a_learner(evolution, after_rounds=4)
     assert victims and evolution.replaced == 1 and len(evolution.restarted) == 2 and evolution.trained >= 12
     rows = [json.loads(line) for line in (tmp_path / "lineage.jsonl").read_text().splitlines()]
     assert {row["learner"] for row in rows} == {0, 1, 2}                   # learner 2 replaced the killed one
