@@ -29,8 +29,13 @@ class RunningNormalizer(nn.Module):
         count = batch.shape[0]
         if count == 0:
             return
-        mean, var = batch.mean(0), batch.var(0, unbiased=False)
-        delta = mean - self.mean
+        self.update_moments(batch.mean(0), batch.var(0, unbiased=False), count)
+
+    @torch.no_grad()
+    def update_moments(self, mean: torch.Tensor, var: torch.Tensor, count: float | torch.Tensor) -> None:
+        """Fold a batch given by its mean, population variance (per feature) and count (Chan et al.)."""
+        count = float(count)
+        delta = mean.to(self.mean.dtype) - self.mean
         total = self.count + count
         self.mean += delta * count / total
         self.var.copy_((self.var * self.count + var * count + delta.square() * self.count * count / total) / total)

@@ -16,6 +16,8 @@ from torch import nn
 from ..config import per_device
 from ..config.sections import default_config
 from ..model import ActorCritic
+from ..model.normalizer import RunningNormalizer
+from .distributed import Ranks, owned_samples
 from .segment import Segment
 
 LR_SCHEDULES = ("constant", "linear", "adaptive")
@@ -101,33 +103,48 @@ def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> torch.T
     return 1.0 - (target - predicted).var() / target.var()
 
 
+@dataclasses.dataclass(frozen=True)
+class MinibatchScale:
+    """A minibatch spread over ranks (:mod:`.distributed`): its size over all ranks, and the mean and (unbiased)
+    standard deviation of all its advantages."""
+
+    count: float
+    advantage_mean: torch.Tensor
+    advantage_std: torch.Tensor
+
+
 def ppo_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PPOSettings,
-             coefficients: Mapping[str, torch.Tensor] | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+             coefficients: Mapping[str, torch.Tensor] | None = None, scale: MinibatchScale | None = None
+             ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The clipped surrogate + (clipped) value loss − entropy bonus for one minibatch ``(n,)``. ``coefficients``
     may replace ``clip``, ``critic`` and ``entropy`` of ``settings`` by 0-d tensors (a vectorized population's
-    member values)."""
+    member values). ``scale``: this is a rank's share of a minibatch; means are sums over ``scale.count`` and the
+    advantages are normalized by the whole minibatch's moments (the ranks' losses and statistics then add up to the
+    whole minibatch's)."""
     clip, critic, entropy_weight = (settings.clip, settings.critic, settings.entropy) if coefficients is None else \
         (coefficients["clip"], coefficients["critic"], coefficients["entropy"])
+    average = (lambda x: x.mean()) if scale is None else (lambda x: x.sum() / scale.count)  # noqa: E731
     distribution, value = model(batch["observations"])
     log_prob = model.log_prob(distribution, batch["actions"])
     log_ratio = log_prob - batch["log_probs"]
     ratio = log_ratio.exp()
     advantages = batch["advantages"]
-    if settings.normalize_advantage and advantages.numel() > 1:
-        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-    policy_loss = torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip)).mean()
+    if settings.normalize_advantage and (advantages.numel() if scale is None else scale.count) > 1:
+        mean, std = (advantages.mean(), advantages.std()) if scale is None else \
+            (scale.advantage_mean, scale.advantage_std)
+        advantages = (advantages - mean) / (std + 1e-8)
+    policy_loss = average(torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip)))
     target, old_value = batch["targets"], batch["old_values"]
     value_loss = (value - target).square()
     if settings.clip_value is not None:
         clipped = old_value + (value - old_value).clamp(-settings.clip_value, settings.clip_value)
         value_loss = torch.max(value_loss, (clipped - target).square())
-    value_loss = 0.5 * value_loss.mean()
-    entropy = model.entropy(distribution).mean()
+    value_loss = 0.5 * average(value_loss)
+    entropy = average(model.entropy(distribution))
     loss = policy_loss + critic * value_loss - entropy_weight * entropy
     with torch.no_grad():
         stats = {"loss/policy": policy_loss, "loss/value": value_loss, "entropy": entropy,
-                 "kl": ((ratio - 1) - log_ratio).mean(),
-                 "clip_fraction": ((ratio - 1).abs() > clip).float().mean()}
+                 "kl": average((ratio - 1) - log_ratio), "clip_fraction": average(((ratio - 1).abs() > clip).float())}
     return loss, stats
 
 
@@ -149,11 +166,13 @@ def adapted_lr(settings: PPOSettings, lr: float, kl: float) -> float:
 class PPO:
     """Owns the optimizer; :meth:`update` takes segments ``[T, L]`` and returns statistics."""
 
-    def __init__(self, model: ActorCritic, settings: PPOSettings, seed: int = 0) -> None:
-        self.model, self.settings = model, settings
+    def __init__(self, model: ActorCritic, settings: PPOSettings, seed: int = 0, ranks: Ranks | None = None) -> None:
+        self.model, self.settings, self.ranks = model, settings, ranks
         self.optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, eps=1e-5)
         self.lr = settings.lr
-        self.generator = torch.Generator().manual_seed(seed)
+        self.generator = torch.Generator().manual_seed(seed)   # the same on every rank: one global permutation
+        if ranks is not None:
+            ranks.sync_parameters(model)
 
     def set_lr(self, lr: float) -> None:
         """The learning rate from now on (a schedule may change it at the next update)."""
@@ -187,7 +206,7 @@ class PPO:
         observations = cat("observations")
         steps, lanes = observations.shape[:2]
         if model.observation_normalizer is not None:
-            model.observation_normalizer.update(observations.reshape(steps * lanes, -1))
+            self._fold(model.observation_normalizer, observations.reshape(steps * lanes, -1))
         actions, behaviour = cat("actions"), cat("log_probs")
         with torch.no_grad():
             flat = observations.reshape(steps * lanes, *observations.shape[2:])
@@ -201,7 +220,7 @@ class PPO:
                 self.settings.discount, self.settings.gae, self.settings.rho)
             explained = explained_variance(values, targets)
         if model.settings.normalize_value:
-            model.value_normalizer.update(targets.reshape(-1))
+            self._fold(model.value_normalizer, targets.reshape(-1))
             targets = (targets - model.value_normalizer.mean) / torch.sqrt(model.value_normalizer.var + 1e-8)
             old_values = normalized.reshape(steps, lanes)
         else:
@@ -212,6 +231,13 @@ class PPO:
                 "targets": targets.reshape(-1), "old_values": old_values.reshape(-1), "staleness": staleness,
                 "explained_variance": explained}
 
+    def _fold(self, normalizer: RunningNormalizer, batch: torch.Tensor) -> None:
+        """Fold ``batch`` into a running normalizer (every rank's rows, with ranks)."""
+        if self.ranks is None:
+            normalizer.update(batch)
+        else:
+            normalizer.update_moments(*self.ranks.moments(batch.reshape(-1, *normalizer.mean.shape)))
+
     def update(self, segments: list[Segment], version: int, cost: int) -> dict[str, float]:
         """One PPO update over the segments; ``cost`` (env steps so far) drives the linear lr schedule."""
         settings = self.settings
@@ -220,23 +246,8 @@ class PPO:
         batch = self.prepare(segments, version)
         staleness = batch.pop("staleness")
         explained = batch.pop("explained_variance")
-        totals: dict[str, torch.Tensor] = {}
         count = batch["advantages"].shape[0]
-        size = max(1, count // settings.minibatches)
-        updates = 0
-        for _ in range(settings.epochs):
-            order = torch.randperm(count, generator=self.generator).to(batch["advantages"].device)
-            for start in range(0, count - size + 1, size):
-                index = order[start:start + size]
-                loss, stats = ppo_loss(self.model, {k: v[index] for k, v in batch.items()}, settings)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if settings.grad_clip is not None:
-                    stats["grad_norm"] = nn.utils.clip_grad_norm_(self.model.parameters(), settings.grad_clip)
-                self.optimizer.step()
-                for key, value in stats.items():   # summed on the device: one synchronization per update
-                    totals[key] = totals.get(key, 0.0) + value.detach()
-                updates += 1
+        totals, updates = self._epochs(batch, sum(int(s.observations.shape[1]) for s in segments))
         result = {key: float(value) / max(1, updates) for key, value in totals.items()}
         result["explained_variance"] = float(explained)
         if settings.lr_schedule == "adaptive":
@@ -245,5 +256,48 @@ class PPO:
         if not self.model.discrete:
             result["policy/std"] = float(self.model.log_std.detach().exp().mean())
         result["staleness"] = float(staleness.mean())
-        result["samples"] = float(count)
+        result["samples"] = float(count * (self.ranks.size if self.ranks else 1))
         return result
+
+    def _epochs(self, batch: Mapping[str, torch.Tensor], lanes: int) -> tuple[dict[str, torch.Tensor], int]:
+        """The minibatch steps of ``settings.epochs`` passes over ``batch`` (``lanes`` of this rank); summed
+        statistics (over the ranks too) and the number of steps. With ranks, each minibatch is drawn from the global
+        permutation, each rank computes its samples' share of the loss, and the gradients are summed: every rank
+        takes the step one process would take on the whole batch."""
+        settings, ranks, parameters = self.settings, self.ranks, list(self.model.parameters())
+        count = batch["advantages"].shape[0] * (ranks.size if ranks else 1)
+        size = max(1, count // settings.minibatches)
+        device = batch["advantages"].device
+        totals: dict[str, torch.Tensor] = {}
+        updates = 0
+        for _ in range(settings.epochs):
+            order = torch.randperm(count, generator=self.generator).to(device)
+            for start in range(0, count - size + 1, size):
+                index, scale = order[start:start + size], None
+                if ranks is not None:
+                    mine, local = owned_samples(index, lanes, ranks)
+                    index = local[mine]
+                    scale = self._scale(batch["advantages"][index], size)
+                loss, stats = ppo_loss(self.model, {k: v[index] for k, v in batch.items()}, settings, scale=scale)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if ranks is not None:
+                    ranks.sum_gradients(parameters)
+                if settings.grad_clip is not None:
+                    stats["grad_norm"] = nn.utils.clip_grad_norm_(parameters, settings.grad_clip)
+                self.optimizer.step()
+                for key, value in stats.items():   # summed on the device: one synchronization per update
+                    totals[key] = totals.get(key, 0.0) + value.detach()
+                updates += 1
+        if ranks is not None and totals:                # each rank holds its share of the minibatch means
+            keys = [key for key in totals if key != "grad_norm"]    # (the gradient norm is the same everywhere)
+            summed = ranks.sum(torch.stack([torch.as_tensor(totals[key], device=device) for key in keys]))
+            totals.update(zip(keys, summed))
+        return totals, updates
+
+    def _scale(self, advantages: torch.Tensor, size: int) -> MinibatchScale:
+        """The whole minibatch's size and advantage moments, this rank holding ``advantages`` of it."""
+        sums = self.ranks.sum(torch.stack([advantages.sum(), advantages.square().sum()]))
+        mean = sums[0] / size
+        variance = (sums[1] - size * mean.square()) / max(1, size - 1)
+        return MinibatchScale(float(size), mean, variance.clamp(min=0.0).sqrt())

@@ -1,0 +1,96 @@
+"""Data-parallel PPO on 2 gloo ranks (real processes, real torch.distributed on loopback) takes the update one process
+takes on the whole batch."""
+
+from __future__ import annotations
+
+import copy
+import socket
+
+import gymnasium
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from lamarckian.model import ActorCritic, ModelSettings
+from lamarckian.rl.distributed import Ranks, owned_samples
+from lamarckian.rl.ppo import PPO, PPOSettings
+from lamarckian.rl.segment import Segment
+
+STEPS, LANES, RANKS = 16, 8, 2
+SETTINGS = dict(epochs=2, minibatches=4, lr=3e-3, normalize_advantage=True)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def model_and_batch(action_space: gymnasium.Space) -> tuple[ActorCritic, Segment]:
+    """A seeded model (observation and value normalizers on) and a fixed rollout ``[STEPS, LANES]`` of its own
+    actions, random rewards and episode ends."""
+    torch.manual_seed(0)
+    space = gymnasium.spaces.Box(-np.inf, np.inf, (3,), np.float32)
+    model = ActorCritic(space, action_space, ModelSettings.defaults(hidden=(16,), normalize_observation=True,
+                                                                   normalize_value=True))
+    random = np.random.default_rng(0)
+    observations = (random.normal(size=(STEPS, LANES, 3)) * 3 + 1).astype(np.float32)
+    actions, log_probs, values = model.act(torch.from_numpy(observations.reshape(-1, 3)),
+                                           generator=torch.Generator().manual_seed(0))
+    shape = (STEPS, LANES)
+    segment = Segment(observations=observations, actions=actions.numpy().reshape(*shape, *actions.shape[1:]),
+                      log_probs=log_probs.numpy().reshape(shape),
+                      values=np.concatenate([values.numpy().reshape(shape), np.zeros((1, LANES), np.float32)]),
+                      rewards=random.normal(size=shape).astype(np.float32), dones=random.random(shape) < 0.1,
+                      truncated=np.zeros(shape, bool), final_values=np.zeros(shape, np.float32), version=0)
+    return model, segment
+
+
+def lanes_of(segment: Segment, rank: int) -> Segment:
+    """Rank ``rank``'s lanes of the rollout."""
+    width = LANES // RANKS
+    part = slice(rank * width, (rank + 1) * width)
+    fields = {name: getattr(segment, name)[:, part] for name in
+              ("observations", "actions", "log_probs", "values", "rewards", "dones", "truncated", "final_values")}
+    return Segment(**fields, version=segment.version)
+
+
+def one_rank(rank: int, port: int, action_space: gymnasium.Space, results: dict) -> None:
+    ranks = Ranks(rank, RANKS)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=RANKS)
+    try:
+        model, segment = model_and_batch(action_space)
+        stats = PPO(model, PPOSettings.defaults(**SETTINGS), seed=5, ranks=ranks).update(
+            [lanes_of(segment, rank)], 0, 0)
+        results[rank] = ({k: v.clone() for k, v in model.state_dict().items()}, stats)
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("action_space", [gymnasium.spaces.Discrete(3), gymnasium.spaces.Box(-1, 1, (2,), np.float32)])
+def test_two_ranks_take_the_update_one_process_takes_on_the_whole_batch(action_space):
+    model, segment = model_and_batch(action_space)
+    alone = copy.deepcopy(model)
+    expected = PPO(alone, PPOSettings.defaults(**SETTINGS), seed=5).update([segment], 0, 0)
+    with mp.Manager() as manager:
+        results = manager.dict()
+        mp.spawn(one_rank, args=(free_port(), action_space, results), nprocs=RANKS, join=True)
+        results = dict(results)
+    for rank in range(RANKS):
+        state, stats = results[rank]
+        worst = max(float((state[name] - value).abs().max()) for name, value in alone.state_dict().items())
+        assert worst <= 1e-5, (rank, worst)
+        for key in ("loss/policy", "loss/value", "kl", "clip_fraction", "grad_norm", "samples"):
+            assert stats[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-6), key
+    moved = max(float((alone.state_dict()[n] - v).abs().max()) for n, v in model.state_dict().items())
+    assert moved > 1e-3                                           # the update did something to compare
+
+
+def test_a_global_sample_belongs_to_the_rank_holding_its_lane():
+    ranks = [Ranks(rank, 2) for rank in range(2)]
+    everything = torch.arange(3 * 8)                              # 3 steps × 8 lanes, 4 lanes a rank
+    owners = [owned_samples(everything, 4, r) for r in ranks]
+    assert owners[0][0].tolist() == [True] * 4 + [False] * 4 + [True] * 4 + [False] * 4 + [True] * 4 + [False] * 4
+    assert owners[1][1][owners[1][0]].tolist() == list(range(12))   # every local sample exactly once, in order
