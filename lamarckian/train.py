@@ -19,13 +19,16 @@ IGNORED_ON_VEC = (("sample", "rl.swap", "rl.opponent.rule", "ray"),
 IGNORED_ON_FLEET = (("mdp.vec",), "mdp.vec applies to a vectorized task only (mdp.create: vec)")
 
 
-def build_trainer(config: Mapping[str, Any]) -> Any:
+def build_trainer(config: Mapping[str, Any], ranks: Any = None) -> Any:
     """The trainer ``config`` asks for: a :class:`VecLearner` for a vectorized task (``mdp.create: vec``, in this
-    process, no Ray), else the actor-fleet :class:`Learner`."""
+    process, no Ray; data-parallel over ``ranks``), else the actor-fleet :class:`Learner`."""
     if config["mdp"]["create"] == "vec":
         from .rl.vec_learner import VecLearner
 
-        return VecLearner(config)
+        return VecLearner(config, ranks)
+    if ranks is not None:
+        raise ValueError(f"several ranks (torchrun, WORLD_SIZE={ranks.size}) train a vectorized task "
+                         f"(mdp.create: vec); mdp.create={config['mdp']['create']} trains on one learner process")
     from .rl.learner import Learner
 
     return Learner(config)
@@ -51,19 +54,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             config["ray"]["local_mode"] = True
         root = Path(config["root"])
         configure_process(config)
+        from .rl.distributed import Ranks
         from .rl.loop import TrainingLoop
 
-        trainer = build_trainer(config)      # builds everything that can fail on a bad value, writes nothing
+        ranks = Ranks.from_environment()     # started by torchrun with several processes
+        trainer = build_trainer(config, ranks)   # builds everything that can fail on a bad value, writes nothing
         loop = TrainingLoop(trainer, root)
     except Exception as error:  # noqa: BLE001 - usage_error re-raises what is not a usage error
         return usage_error("train.py", error, culprit(config))
     import torch
 
-    prepare_run(root, config, args.d, args.D)
+    if trainer.main:
+        prepare_run(root, config, args.d, args.D)
+    if ranks is not None:
+        import torch.distributed
+
+        torch.distributed.barrier()          # the run directory is ready before any rank resumes from it
     if args.debug:
         torch.autograd.set_detect_anomaly(True)
     resumed = loop.resume()
-    if resumed is not None:
+    if resumed is not None and trainer.main:
         print(f"resuming from {resumed} (iteration {trainer.iteration}, {trainer.cost} env steps)", file=sys.stderr)
     if config["mdp"]["create"] != "vec":
         start_ray(config["ray"])

@@ -105,10 +105,11 @@ class TrainSettings(Section):
     grad_clip: float | None
     batch: int
     threads: int
+    rank_timeout: float
 
     def __post_init__(self) -> None:
         _require(self, lr=self.lr >= 0, lr_horizon=self.lr_horizon > 0, batch=self.batch >= 1, threads=self.threads >= 1,
-                 grad_clip=self.grad_clip is None or self.grad_clip > 0)
+                 grad_clip=self.grad_clip is None or self.grad_clip > 0, rank_timeout=self.rank_timeout > 0)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -62,6 +62,15 @@ class Trainer:
         """Held while the loop runs (the actor fleet streams segments meanwhile)."""
         return contextlib.nullcontext()
 
+    @property
+    def main(self) -> bool:
+        """This process evaluates and writes files and the status line (False: a data-parallel rank other than 0)."""
+        return True
+
+    def agree(self, decision: bool) -> bool:
+        """A decision every process of a data-parallel run takes together (the main one's)."""
+        return decision
+
     def opening_line(self) -> str:
         return f"training {type(self).__name__}"
 
@@ -103,7 +112,8 @@ class TrainingLoop:
         self.snapshots = Checkpoints(root / "snapshots", SNAPSHOTS_KEPT) if root is not None else None
         self.evaluations = CsvLog(root / "evaluations.csv") if root is not None else None
         self.checkpoint_interval = checkpoint.interval
-        self.wandb = WandbScalars(settings.wandb, root, trainer.config)
+        self.writes = trainer.main                   # a data-parallel rank other than 0 only reads (resume)
+        self.wandb = WandbScalars(settings.wandb if self.writes else None, root, trainer.config)
         self.progress = Progress(False)
 
     # ---- checkpoints ---------------------------------------------------------------------------------------
@@ -118,8 +128,9 @@ class TrainingLoop:
                 "config": plain(trainer.config)}
 
     def save(self) -> Path | None:
-        """A checkpoint and a snapshot of the weights; None when the run keeps nothing on disk."""
-        if self.checkpoints is None:
+        """A checkpoint and a snapshot of the weights; None when the run keeps nothing on disk (or this process
+        does not write)."""
+        if self.checkpoints is None or not self.writes:
             return None
         self._snapshot()
         return self.checkpoints.save(self.trainer.iteration, self.state_dict())
@@ -155,13 +166,16 @@ class TrainingLoop:
         at the end, a checkpoint every ``evaluator.checkpoint.interval`` seconds and at the end (Ctrl-C: one
         checkpoint, then KeyboardInterrupt goes on). The latest evaluation's summary."""
         trainer, settings = self.trainer, self.settings
-        scalars = Scalars(self.root / "tensorboard" if self.root is not None and settings.tensorboard else None)
+        writes = self.writes
+        scalars = Scalars(self.root / "tensorboard" if self.root is not None and settings.tensorboard and writes
+                          else None)
         wandb = self.wandb
         wandb.open()
-        self.progress = Progress(settings.progress)
-        if self.announce:
+        self.progress = Progress(settings.progress and writes)
+        announce = self.announce and writes
+        if announce:
             self.progress.print(f"{trainer.opening_line()}, run directory {self.root}")
-        if self.snapshots is not None and not self.snapshots.paths():
+        if self.snapshots is not None and writes and not self.snapshots.paths():
             self._snapshot()                                  # the initial policy opens the run's rating curve
         rule = "the stopper" if stop is not None else (trainer.evaluator.terminate.source
                                                        if trainer.evaluator.terminate else "no rule")
@@ -170,7 +184,7 @@ class TrainingLoop:
                 self._iterate(stop, scalars, wandb)
         except KeyboardInterrupt:
             self.save()
-            if self.announce:
+            if announce:
                 self.progress.print("interrupted; checkpoint saved" if self.root is not None else "interrupted")
             raise
         finally:
@@ -179,7 +193,7 @@ class TrainingLoop:
             self.progress.close()
         self.save()
         latest = trainer.evaluator.latest
-        if not self.announce:
+        if not announce:
             return latest
         self.progress.print(f"done: {rule} holds after {trainer.iteration} iterations, "
                             f"{format_number(trainer.cost)} env steps, {trainer.elapsed:.0f}s"
@@ -200,9 +214,9 @@ class TrainingLoop:
             wandb.write(trainer.cost, iteration_scalars)
             fields = self._fields(stats)
             self.progress.update(fields)
-            evaluated = trainer.evaluator.due() and self._evaluate(fields, scalars, wandb)
-            if self._should_stop(stop):
-                if not evaluated and trainer.evaluator.episodes > 0:
+            evaluated = self.writes and trainer.evaluator.due() and self._evaluate(fields, scalars, wandb)
+            if trainer.agree(self._should_stop(stop)):
+                if self.writes and not evaluated and trainer.evaluator.episodes > 0:
                     self._evaluate(fields, scalars, wandb)        # every run ends with its final weights evaluated
                 return
             if time.monotonic() - last_checkpoint >= self.checkpoint_interval:

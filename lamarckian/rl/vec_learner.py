@@ -13,6 +13,12 @@ replays. ``self.win`` in ``evaluator.terminate`` is the score of those games aga
 
 It runs in the one run loop (:mod:`.loop`) like the actor-fleet learner: the same checkpoints, snapshots,
 evaluation cadence and status line.
+
+Under ``torchrun --nproc_per_node N`` (several GPUs, or processes on CPUs) each rank steps its ``num_envs / N``
+environments with its own seed on its own device, the PPO update is data-parallel (:mod:`.distributed`: the step one
+process would take on the whole batch), the game counts are summed over the ranks (so every rank's pool and scores
+agree) and rank 0 decides pool additions and the stop, evaluates, and writes checkpoints and the status line. A
+checkpoint does not depend on N.
 """
 
 from __future__ import annotations
@@ -25,11 +31,12 @@ import gymnasium
 import numpy as np
 import torch
 
-from ..config.sections import EvaluatorSettings, OpponentSettings
-from ..mdp.vec import VecTask, create_vec_task
+from ..config.sections import EvaluatorSettings, OpponentSettings, TrainSettings
+from ..mdp.vec import VecTask, create_vec_task, placement
 from ..model import ActorCritic, ModelSettings, to_blob
 from ..model.network import seeded
 from ..model.stacked import StackedPolicies
+from .distributed import Ranks
 from .evaluator import Evaluator
 from .loop import Trainer
 from .pool import OpponentPool, PoolSettings
@@ -56,21 +63,24 @@ class VecLearner(Trainer):
         config: the resolved configuration (``mdp.create: vec``).
     """
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
-        self.config = config
+    def __init__(self, config: Mapping[str, Any], ranks: Ranks | None = None) -> None:
+        self.config, self.ranks = config, ranks
         vec = config["mdp"]["vec"]
-        self.task: VecTask = create_vec_task(vec, seed=config["seed"])
+        if ranks is not None:
+            vec = self._join(vec, config)
+        self.task: VecTask = create_vec_task(vec, seed=config["seed"] + (ranks.rank if ranks else 0))
         task = self.task
         self.device = task.device
         with seeded(config["seed"]):
             self.model = vec_model(task, config["model"])
-        self.ppo = PPO(self.model, PPOSettings.from_config(config, self.device.type), seed=config["seed"])
+        self.ppo = PPO(self.model, PPOSettings.from_config(config, self.device.type), seed=config["seed"],
+                       ranks=ranks)
         self.horizon = int(vec["horizon"])
         self.initial_blob = to_blob(self.model)
         self.initial_envs = round(float(vec["initial_share"]) * task.num_envs)
         self.pool = OpponentPool(PoolSettings.from_config(config))
         self.pool.add(self.initial_blob, iteration=0)
-        self.generator = torch.Generator(device=self.device).manual_seed(int(config["seed"]))
+        self.generator = torch.Generator(device=self.device).manual_seed(self._stream_seed(0))
         self.mean_share = OpponentSettings.from_config(config).deterministic
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         self.evaluation = self._evaluation(vec, config)
@@ -85,11 +95,40 @@ class VecLearner(Trainer):
         self.observations: torch.Tensor | None = None
         self.stack_pool()
 
+    def _join(self, vec: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        """Join the ranks' group; this rank's ``mdp.vec`` section (its share of the environments, its device)."""
+        ranks = self.ranks
+        backend, device, num_envs = placement(vec)
+        if num_envs % ranks.size:
+            raise ValueError(f"mdp.vec.num_envs={num_envs} must be a multiple of the {ranks.size} ranks")
+        device_type = torch.device(device).type
+        ranks.join("nccl" if device_type == "cuda" else "gloo", TrainSettings.from_config(config).rank_timeout)
+        return {**vec, "backend": backend, "device": str(ranks.device(device_type)), "num_envs": num_envs // ranks.size}
+
+    def _stream_seed(self, iteration: int) -> int:
+        """The seed of this rank's sampling stream (opponent draws, actions) from ``iteration`` on."""
+        rank = self.ranks.rank if self.ranks else 0
+        return int(self.config["seed"]) + 1_000_003 * rank + iteration * (rank > 0)
+
+    @property
+    def main(self) -> bool:
+        """This process decides and writes (rank 0, or alone)."""
+        return self.ranks is None or self.ranks.main
+
+    def agree(self, decision: bool) -> bool:
+        """Rank 0's ``decision`` on every rank."""
+        return decision if self.ranks is None else self.ranks.decide(decision, self.device)
+
+    @property
+    def total_envs(self) -> int:
+        """Environments over all ranks."""
+        return self.task.num_envs * (self.ranks.size if self.ranks else 1)
+
     def _evaluation(self, vec: Mapping[str, Any], config: Mapping[str, Any]) -> VecEvaluation | None:
-        """The deterministic evaluation (None: ``evaluator.episodes`` is 0, or the task lives in an Isaac Gym
-        server, which holds one task only)."""
+        """The deterministic evaluation (None: ``evaluator.episodes`` is 0, the task lives in an Isaac Gym server,
+        which holds one task only, or this is not rank 0)."""
         games = self.evaluator.episodes
-        if games <= 0 or vec["backend"] == "isaacgym":
+        if games <= 0 or vec["backend"] == "isaacgym" or not self.main:
             return None
         return VecEvaluation(vec, games, OPPONENTS, seed=int(config["seed"]) + 1)
 
@@ -193,6 +232,9 @@ class VecLearner(Trainer):
         if self.anneal:
             self.task.dense_scale = max(0.0, 1.0 - self.cost / float(self.anneal))
         segment, outcomes, returns = self.rollout()
+        if self.ranks is not None:                                   # every rank records every rank's games
+            counts = self.ranks.sum(torch.cat([outcomes.reshape(-1), returns]))
+            outcomes, returns = counts[:outcomes.numel()].reshape(outcomes.shape), counts[outcomes.numel():]
         returns = returns.cpu().numpy()                              # waits for the rollout on the device
         rolled = time.monotonic()
         stats = self.ppo.update([segment], self.version, self.cost)   # reads its statistics: a host sync
@@ -200,9 +242,12 @@ class VecLearner(Trainer):
         self.record(outcomes.cpu().numpy(), returns)
         self.version += 1
         self.iteration += 1
-        steps = self.horizon * self.task.num_envs
+        steps = self.horizon * self.total_envs
         self.cost += steps
-        if self.pool.should_add(self.iteration):
+        add = self.pool.should_add(self.iteration)
+        if self.ranks is not None:
+            add = self.ranks.decide(add, self.device)
+        if add:
             self.pool.add(to_blob(self.model), self.iteration, cost=self.cost, elapsed=self.elapsed)
             self.stack_pool()
         stats["fps/overall"] = steps * self.task.num_agents / max(1e-9, time.monotonic() - started)
@@ -227,9 +272,10 @@ class VecLearner(Trainer):
 
     # ---- the run loop's view ------------------------------------------------------------------------------
     def opening_line(self) -> str:
-        task = self.task
-        return (f"training: {task.num_envs} × {type(task).__name__} ({task.num_agents} agents) on {self.device}, "
-                f"horizon {self.horizon}")
+        task, ranks = self.task, self.ranks
+        where = f"{ranks.size} ranks × {task.num_envs} on {self.device.type}" if ranks else \
+            f"{task.num_envs} × {type(task).__name__} ({task.num_agents} agents) on {self.device}"
+        return f"training: {where}, horizon {self.horizon}"
 
     def scalars(self, stats: Mapping[str, float]) -> dict[str, float]:
         return {**super().scalars(stats), **self.pool.statistics(), "train/win_initial": self.win_rate_against_initial(),
@@ -265,8 +311,10 @@ class VecLearner(Trainer):
         self.recent_scores.load(scores.get("recent", []))
         self.initial_scores.load(scores.get("initial", []))
         self.stack_pool()                         # games restart: every environment draws its opponent anew
-        if state.get("generator") is not None:    # then the device stream goes on where it was saved
+        if state.get("generator") is not None and self.main:   # then rank 0's stream goes on where it was saved
             self.generator.set_state(state["generator"])
+        elif self.ranks is not None:              # the others start streams of their own (N may have changed)
+            self.generator.manual_seed(self._stream_seed(self.iteration))
 
     def close(self) -> None:
         self.task.close()

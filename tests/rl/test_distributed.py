@@ -1,10 +1,17 @@
 """Data-parallel PPO on 2 gloo ranks (real processes, real torch.distributed on loopback) takes the update one process
-takes on the whole batch."""
+takes on the whole batch; a rank that dies ends the other with an error; torchrun trains Ant Sumo on 2 ranks and one
+process resumes the run."""
 
 from __future__ import annotations
 
 import copy
+import datetime
+import os
 import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -18,6 +25,7 @@ from lamarckian.rl.distributed import Ranks, owned_samples
 from lamarckian.rl.ppo import PPO, PPOSettings
 from lamarckian.rl.segment import Segment
 
+REPOSITORY = Path(__file__).resolve().parents[2]
 STEPS, LANES, RANKS = 16, 8, 2
 SETTINGS = dict(epochs=2, minibatches=4, lr=3e-3, normalize_advantage=True)
 
@@ -94,3 +102,63 @@ def test_a_global_sample_belongs_to_the_rank_holding_its_lane():
     owners = [owned_samples(everything, 4, r) for r in ranks]
     assert owners[0][0].tolist() == [True] * 4 + [False] * 4 + [True] * 4 + [False] * 4 + [True] * 4 + [False] * 4
     assert owners[1][1][owners[1][0]].tolist() == list(range(12))   # every local sample exactly once, in order
+
+
+def rank_that_may_die(rank: int, port: int, outcome: dict) -> None:
+    """Rank 1 dies right after joining; rank 0 goes into an update's collectives."""
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=RANKS,
+                            timeout=datetime.timedelta(seconds=60))
+    if rank == 1:
+        os._exit(1)
+    model, segment = model_and_batch(gymnasium.spaces.Discrete(3))
+    started = time.monotonic()
+    try:
+        PPO(model, PPOSettings.defaults(**SETTINGS), ranks=Ranks(0, RANKS)).update([lanes_of(segment, 0)], 0, 0)
+    except Exception as error:  # noqa: BLE001 - what the collective raises is the point
+        outcome["error"] = f"{type(error).__name__}: {error}"
+    outcome["seconds"] = time.monotonic() - started
+
+
+def test_a_rank_that_dies_ends_the_others_with_an_error_not_a_hang():
+    """Rank 1 exits right after joining; rank 0, in an update's collectives, gets an error (not a hang) well within
+    the group's timeout."""
+    spawn = mp.get_context("spawn")
+    with spawn.Manager() as manager:
+        outcome = manager.dict()
+        port = free_port()
+        processes = [spawn.Process(target=rank_that_may_die, args=(rank, port, outcome)) for rank in range(RANKS)]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(timeout=120)
+        alive = [process for process in processes if process.is_alive()]
+        for process in alive:
+            process.kill()
+        outcome = dict(outcome)
+    assert not alive and processes[1].exitcode == 1
+    assert "error" in outcome and outcome["seconds"] < 60, outcome
+
+
+@pytest.mark.slow
+def test_two_ranks_train_ant_sumo_checkpoint_and_resume_on_one(tmp_path):
+    """torchrun, 2 ranks × 8 environments on CPU MuJoCo: 3 iterations of 16 environments' steps, one checkpoint
+    (written by rank 0 alone); the same run resumed by one process with all 16 environments goes on from it."""
+    common = ["-c", "mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "-m", f"root={tmp_path}", "mdp.vec.num_envs.cpu=16",
+              "mdp.vec.horizon=8", "mdp.vec.workers=1", "model.hidden=[32]", "evaluator.episodes=2",
+              "evaluator.progress=false"]
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                          str(REPOSITORY / "train.py"), *common, "evaluator.terminate=self.iteration >= 3", "-D"],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert two.stderr.count("training: 2 ranks × 8 on cpu") == 1                    # one status writer
+    checkpoints = sorted((tmp_path / "checkpoints").glob("checkpoint-*.pt"))
+    assert [path.name for path in checkpoints] == ["checkpoint-000000000003.pt"]
+    state = torch.load(checkpoints[0], weights_only=True)
+    assert state["iteration"] == 3 and state["cost"] == 3 * 8 * 16
+    one = subprocess.run([sys.executable, str(REPOSITORY / "train.py"), *common,
+                          "evaluator.terminate=self.iteration >= 5"], capture_output=True, text=True, timeout=600,
+                         cwd=tmp_path)
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert "resuming from" in one.stderr and "checkpoint-000000000003.pt" in one.stderr
+    state = torch.load(tmp_path / "checkpoints" / "checkpoint-000000000005.pt", weights_only=True)
+    assert state["cost"] == 3 * 8 * 16 + 2 * 8 * 16
