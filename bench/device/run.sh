@@ -10,10 +10,13 @@
 #   PART=selfplay (issue 12): the physics rate at ${ENVS} envs beside a bare vmapped mjx.step (bench/vec_physics.py),
 #     then one learner trained for what the budget leaves and rated by bench/sumo_learning.py (256 deterministic games
 #     against the initial policy, every earlier snapshot, Elo over 10 snapshots), its video, the gpu-marked tests.
+#   PART=multigpu (issue 15): data-parallel training on 2 ranks sharing the GPU (gloo) beside 1 rank, ${ENVS} envs in
+#     all (bench/multigpu.py; on a machine with several GPUs: RANKS=<GPUs>, one rank a GPU over NCCL).
 # Writes logs, JSON, tables, plots and the video to $OUT. Needs .whl/ from bench/device/fetch_wheels.sh (carry it).
 #   device run:  bash bench/device/run.sh        (carry: [".whl"], timeout_s: 600)
 #   dry runs on a CPU:
 #     ENVS=64 BUDGET=300 MINUTES=1 MEMBERS=4 TRAIN_CHANGES="mdp.vec.num_envs.cpu=64" SKIP_INSTALL=1 bash bench/device/run.sh
+#     PART=multigpu ENVS=64 SKIP_INSTALL=1 bash bench/device/run.sh
 #     PART=selfplay ENVS=16 BUDGET=200 MIN_TRAIN=30 TRAIN_CHANGES="mdp.vec.num_envs.cpu=16" SKIP_INSTALL=1 \
 #       bash bench/device/run.sh
 # Compiled MJX steps are cached on disk (JAX_COMPILATION_CACHE_DIR): each batch shape compiles once per machine.
@@ -81,10 +84,19 @@ selfplay() {
   rm -rf "$OUT/run/checkpoints" "$OUT/run/snapshots" "$OUT/run/rated"
 }
 
+multigpu() {
+  echo "== data-parallel training: ${RANKS:-2} ranks beside 1 (bench/multigpu.py), ${ENVS} envs in all"
+  local started=$SECONDS
+  timeout $((BUDGET - SECONDS - 60)) python3 bench/multigpu.py --ranks "${RANKS:-2}" --envs $ENVS --iterations 5 \
+    --json "$OUT/multigpu.json" 2>&1 | grep -v warp | tee "$OUT/multigpu.log"
+  echo "multigpu took $((SECONDS - started)) s"
+}
+
 case "$PART" in
   population) population ;;
   selfplay) selfplay ;;
-  *) echo "PART=$PART: expected population or selfplay" >&2; exit 2 ;;
+  multigpu) multigpu ;;
+  *) echo "PART=$PART: expected population, selfplay or multigpu" >&2; exit 2 ;;
 esac
 
 if [ $((BUDGET - SECONDS)) -gt 40 ]; then

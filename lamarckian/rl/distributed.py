@@ -42,8 +42,17 @@ class Ranks:
         return cls(int(os.environ["RANK"]), size, int(os.environ.get("LOCAL_RANK", "0")))
 
     def device(self, device_type: str) -> torch.device:
-        """This rank's device of ``device_type`` (a GPU per local rank)."""
-        return torch.device(f"cuda:{self.local_rank}") if device_type == "cuda" else torch.device(device_type)
+        """This rank's device of ``device_type``: a GPU per local rank (ranks share GPUs round-robin when the node
+        has fewer GPUs than ranks)."""
+        if device_type != "cuda":
+            return torch.device(device_type)
+        return torch.device(f"cuda:{self.local_rank % max(1, torch.cuda.device_count())}")
+
+    def backend(self, device_type: str) -> str:
+        """NCCL where every local rank has a GPU of its own, else gloo (NCCL refuses two ranks on one GPU; gloo
+        reduces CUDA tensors through the host)."""
+        local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", str(self.size)))
+        return "nccl" if device_type == "cuda" and torch.cuda.device_count() >= local_ranks else "gloo"
 
     def join(self, backend: str, timeout: float) -> None:
         """Join the process group (``timeout`` seconds: a collective a dead rank never enters fails then)."""

@@ -102,7 +102,7 @@ class VecLearner(Trainer):
         if num_envs % ranks.size:
             raise ValueError(f"mdp.vec.num_envs={num_envs} must be a multiple of the {ranks.size} ranks")
         device_type = torch.device(device).type
-        ranks.join("nccl" if device_type == "cuda" else "gloo", TrainSettings.from_config(config).rank_timeout)
+        ranks.join(ranks.backend(device_type), TrainSettings.from_config(config).rank_timeout)
         return {**vec, "backend": backend, "device": str(ranks.device(device_type)), "num_envs": num_envs // ranks.size}
 
     def _stream_seed(self, iteration: int) -> int:
