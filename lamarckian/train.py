@@ -11,12 +11,23 @@ from typing import Any, Mapping, Sequence
 
 from .cli import configure_process, prepare_run, run_arguments, run_job, start_ray, usage_error
 from .config import load_with_sources, refuse_ignored
+from .config.sections import TrainSettings
 
 #: settings the vectorized learner does not read (it has no actors, seats or Ray), and why
 IGNORED_ON_VEC = (("sample", "rl.swap", "rl.opponent.rule", "ray"),
                   "a vectorized task (mdp.create: vec) trains in this process without actors: its environments are "
                   "mdp.vec.num_envs, its rollouts mdp.vec.horizon steps long, agent 0 is the learner")
 IGNORED_ON_FLEET = (("mdp.vec",), "mdp.vec applies to a vectorized task only (mdp.create: vec)")
+
+
+def ignored_settings(config: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
+    """The settings this run does not read and why (a vectorized task on Ray ranks reads ``ray``)."""
+    if config["mdp"]["create"] != "vec":
+        return IGNORED_ON_FLEET
+    keys, why = IGNORED_ON_VEC
+    if config["train"]["ranks"] > 1:
+        keys = tuple(key for key in keys if key != "ray")
+    return keys, why
 
 
 def build_trainer(config: Mapping[str, Any], ranks: Any = None) -> Any:
@@ -34,6 +45,35 @@ def build_trainer(config: Mapping[str, Any], ranks: Any = None) -> Any:
     return Learner(config)
 
 
+def train_on_ray_ranks(config: Mapping[str, Any], root: Path, delete_checkpoints: bool, delete_all: bool) -> int:
+    """``train.ranks: N``: the vectorized learner on N Ray actors (:mod:`.rl.ray_ranks`); this process waits."""
+    from .mdp.vec import placement
+    from .rl.ray_ranks import train_on_ranks
+    from .rl.vec_evaluation import evaluation_line
+    from .rl.vec_learner import OPPONENTS
+
+    settings = TrainSettings.from_config(config)
+    if config["mdp"]["create"] != "vec":
+        raise ValueError(f"train.ranks={settings.ranks}: several ranks train a vectorized task (mdp.create: vec)")
+    if config["ray"]["local_mode"]:
+        raise ValueError(f"train.ranks={settings.ranks} needs Ray processes (each rank is one); --debug runs in one")
+    num_envs = placement(config["mdp"]["vec"])[2]
+    if num_envs % settings.ranks:
+        raise ValueError(f"mdp.vec.num_envs={num_envs} must be a multiple of train.ranks={settings.ranks}")
+    prepare_run(root, dict(config), delete_checkpoints, delete_all)
+    start_ray(config["ray"])
+    print(f"training on {settings.ranks} Ray ranks ({settings.rank_gpus:g} GPUs, {settings.rank_cpus:g} CPUs each), "
+          f"{num_envs // settings.ranks} environments each; run directory {root} (rank 0 writes evaluations.csv, "
+          f"TensorBoard and checkpoints there)", file=sys.stderr)
+
+    def run() -> None:
+        summary = train_on_ranks(config, root, settings.ranks, settings.rank_gpus, settings.rank_cpus)
+        print("done" + (f"; {evaluation_line(summary, OPPONENTS)} (deterministic)" if summary.get("episodes") else ""),
+              file=sys.stderr)
+
+    return run_job(run, None, lambda: None, "checkpoint")
+
+
 def culprit(config: Mapping[str, Any] | None) -> str:
     """The setting that chose what failed to build (for a missing package's message)."""
     if config is None:
@@ -49,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config: Mapping[str, Any] | None = None
     try:
         config, sources = load_with_sources(args.config, args.modify)
-        refuse_ignored(config, sources, *(IGNORED_ON_VEC if config["mdp"]["create"] == "vec" else IGNORED_ON_FLEET))
+        refuse_ignored(config, sources, *ignored_settings(config))
         if args.debug:
             config["ray"]["local_mode"] = True
         root = Path(config["root"])
@@ -58,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .rl.loop import TrainingLoop
 
         ranks = Ranks.from_environment()     # started by torchrun with several processes
+        if ranks is None and TrainSettings.from_config(config).ranks > 1:
+            return train_on_ray_ranks(config, root, args.d, args.D)
         trainer = build_trainer(config, ranks)   # builds everything that can fail on a bad value, writes nothing
         loop = TrainingLoop(trainer, root)
     except Exception as error:  # noqa: BLE001 - usage_error re-raises what is not a usage error

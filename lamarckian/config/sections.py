@@ -105,11 +105,15 @@ class TrainSettings(Section):
     grad_clip: float | None
     batch: int
     threads: int
+    ranks: int
+    rank_gpus: float
+    rank_cpus: float
     rank_timeout: float
 
     def __post_init__(self) -> None:
         _require(self, lr=self.lr >= 0, lr_horizon=self.lr_horizon > 0, batch=self.batch >= 1, threads=self.threads >= 1,
-                 grad_clip=self.grad_clip is None or self.grad_clip > 0, rank_timeout=self.rank_timeout > 0)
+                 grad_clip=self.grad_clip is None or self.grad_clip > 0, rank_timeout=self.rank_timeout > 0,
+                 ranks=self.ranks >= 1, rank_gpus=self.rank_gpus >= 0, rank_cpus=self.rank_cpus >= 0)
 
 
 @dataclasses.dataclass(frozen=True)

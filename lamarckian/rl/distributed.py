@@ -28,6 +28,8 @@ class Ranks:
     rank: int
     size: int
     local_rank: int = 0
+    address: str | None = None          # rank 0's tcp://host:port (None: torchrun's MASTER_ADDR / MASTER_PORT)
+    own_gpu: bool | None = None         # every rank has a GPU of its own (None: as many GPUs as local ranks)
 
     @property
     def main(self) -> bool:
@@ -51,13 +53,15 @@ class Ranks:
     def backend(self, device_type: str) -> str:
         """NCCL where every local rank has a GPU of its own, else gloo (NCCL refuses two ranks on one GPU; gloo
         reduces CUDA tensors through the host)."""
-        local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", str(self.size)))
-        return "nccl" if device_type == "cuda" and torch.cuda.device_count() >= local_ranks else "gloo"
+        own_gpu = self.own_gpu
+        if own_gpu is None:
+            own_gpu = torch.cuda.device_count() >= int(os.environ.get("LOCAL_WORLD_SIZE", str(self.size)))
+        return "nccl" if device_type == "cuda" and own_gpu else "gloo"
 
     def join(self, backend: str, timeout: float) -> None:
         """Join the process group (``timeout`` seconds: a collective a dead rank never enters fails then)."""
         if not dist.is_initialized():
-            dist.init_process_group(backend, rank=self.rank, world_size=self.size,
+            dist.init_process_group(backend, init_method=self.address, rank=self.rank, world_size=self.size,
                                     timeout=datetime.timedelta(seconds=timeout))
 
     # ---- collectives ------------------------------------------------------------------------------------------
