@@ -12,5 +12,5 @@ for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manyl
   platforms+=(--platform "$p")
 done
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp "${platforms[@]}" \
-  -d .whl mujoco==3.17.0 mujoco-mjx==3.17.0 trimesh glfw pyopengl gymnasium farama-notifications
+  -d .whl mujoco==3.17.0 mujoco-mjx==3.17.0 trimesh glfw pyopengl gymnasium farama-notifications pyzmq cryptography
 ls -la .whl && du -sh .whl

@@ -102,6 +102,6 @@ esac
 if [ $((BUDGET - SECONDS)) -gt 40 ]; then
   echo "== GPU tests"
   timeout $((BUDGET - SECONDS)) python3 -m pytest -q -p no:cacheprovider -m gpu tests/mdp/test_vec_mjx.py \
-    tests/rl/test_vec_learner.py 2>&1 | tail -15 | tee "$OUT/gpu_tests.log"
+    tests/rl/test_vec_learner.py tests/rl/test_train.py 2>&1 | tail -15 | tee "$OUT/gpu_tests.log"
 fi
 echo "all took $SECONDS s"

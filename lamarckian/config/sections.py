@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import typing
 from typing import Any, ClassVar, Mapping, TypeVar
 
@@ -93,6 +94,11 @@ def _convert(value: Any, hint: Any) -> Any:
     return value
 
 
+def _is_device(name: str) -> bool:
+    """A torch device name this project places a learner on: cpu, cuda, cuda:N."""
+    return re.fullmatch(r"cpu|cuda(:\d+)?", str(name)) is not None
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainSettings(Section):
     """``train``: the learner's optimizer and batch (see lamarckian.yml)."""
@@ -105,6 +111,7 @@ class TrainSettings(Section):
     grad_clip: float | None
     batch: int
     threads: int
+    device: str
     ranks: int
     rank_gpus: float
     rank_cpus: float
@@ -113,7 +120,8 @@ class TrainSettings(Section):
     def __post_init__(self) -> None:
         _require(self, lr=self.lr >= 0, lr_horizon=self.lr_horizon > 0, batch=self.batch >= 1, threads=self.threads >= 1,
                  grad_clip=self.grad_clip is None or self.grad_clip > 0, rank_timeout=self.rank_timeout > 0,
-                 ranks=self.ranks >= 1, rank_gpus=self.rank_gpus >= 0, rank_cpus=self.rank_cpus >= 0)
+                 ranks=self.ranks >= 1, rank_gpus=self.rank_gpus >= 0, rank_cpus=self.rank_cpus >= 0,
+                 device=self.device == "auto" or _is_device(self.device))
 
 
 @dataclasses.dataclass(frozen=True)

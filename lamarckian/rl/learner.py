@@ -38,6 +38,17 @@ from .segment import Segment
 log = logging.getLogger(__name__)
 
 
+def learner_device(config: Mapping[str, Any]) -> torch.device:
+    """Where the learner's network and update live (``train.device``; auto: the GPU where there is one). The actors
+    always act on CPUs."""
+    device = TrainSettings.from_config(config).device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"train.device={device}: no CUDA device here (use auto or cpu)")
+    return torch.device(device)
+
+
 class Learner(Trainer):
     """Trains one policy with a fleet of ``sample.actors`` Ray actors (run it with :class:`.loop.TrainingLoop`).
 
@@ -65,7 +76,7 @@ class Learner(Trainer):
         probe = create_mdp(config["mdp"], seed=config["seed"])
         self.seats = len(probe)
         with seeded(config["seed"]):
-            self.model = build_model(probe, config["model"])
+            self.model = build_model(probe, config["model"]).to(learner_device(config))
         probe.close()
         self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
         self.sample = SampleSettings.from_config(config)
@@ -262,7 +273,8 @@ class Learner(Trainer):
             yield
 
     def opening_line(self) -> str:
-        return f"training: {self.sample.actors} actors × {self.sample.envs} environments"
+        device = next(self.model.parameters()).device
+        return f"training: {self.sample.actors} actors × {self.sample.envs} environments, the learner on {device}"
 
     def evaluate(self) -> dict[str, float]:
         """``evaluator.episodes`` deterministic episodes split over the actors against ``evaluator.opponent``."""

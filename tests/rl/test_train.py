@@ -110,3 +110,26 @@ def test_debug_runs_in_one_process_without_ray(tmp_path):
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "after 3 iterations" in completed.stderr
     assert "Ray" not in completed.stderr and "Task was destroyed" not in completed.stderr
+
+
+def test_the_learner_device_is_a_setting_refused_where_it_does_not_exist():
+    import torch
+
+    from lamarckian.rl.learner import learner_device
+
+    assert learner_device(load([], [])) == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match="train.device='gpu'"):
+        load([], ["train.device=gpu"])
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="train.device=cuda: no CUDA device here"):
+            learner_device(load([], ["train.device=cuda"]))
+
+
+@pytest.mark.gpu
+def test_the_learner_trains_on_the_gpu_while_the_actors_act_on_cpus(tmp_path):
+    root = tmp_path / "run"
+    completed = run_train(["-c", "mdp/gym.yml", "--debug", "-m", f"root={root}", "sample.envs=2", "train.batch=128",
+                           "train.device=cuda", "evaluator.terminate=self.iteration >= 3"], tmp_path, 300)
+    assert completed.returncode == 0 and "after 3 iterations" in completed.stderr, completed.stderr[-3000:]
+    assert "the learner on cuda" in completed.stderr
+    assert Checkpoints(root / "checkpoints").load_newest()[1]["iteration"] == 3     # loads on any machine
