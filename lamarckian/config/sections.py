@@ -112,6 +112,7 @@ class TrainSettings(Section):
     batch: int
     threads: int
     device: str
+    gpus: int
     ranks: int
     rank_gpus: float
     rank_cpus: float
@@ -121,7 +122,7 @@ class TrainSettings(Section):
         _require(self, lr=self.lr >= 0, lr_horizon=self.lr_horizon > 0, batch=self.batch >= 1, threads=self.threads >= 1,
                  grad_clip=self.grad_clip is None or self.grad_clip > 0, rank_timeout=self.rank_timeout > 0,
                  ranks=self.ranks >= 1, rank_gpus=self.rank_gpus >= 0, rank_cpus=self.rank_cpus >= 0,
-                 device=self.device == "auto" or _is_device(self.device))
+                 device=self.device == "auto" or _is_device(self.device), gpus=self.gpus >= 1)
 
 
 @dataclasses.dataclass(frozen=True)

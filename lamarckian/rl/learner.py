@@ -34,19 +34,9 @@ from .pool import OpponentPool, PoolSettings
 from .ppo import PPO, PPOSettings
 from .results import POOL, RULE, EpisodeResult
 from .segment import Segment
+from .update_ranks import UpdateGroup, learner_device
 
 log = logging.getLogger(__name__)
-
-
-def learner_device(config: Mapping[str, Any]) -> torch.device:
-    """Where the learner's network and update live (``train.device``; auto: the GPU where there is one). The actors
-    always act on CPUs."""
-    device = TrainSettings.from_config(config).device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"train.device={device}: no CUDA device here (use auto or cpu)")
-    return torch.device(device)
 
 
 class Learner(Trainer):
@@ -57,6 +47,7 @@ class Learner(Trainer):
     """
 
     def __init__(self, config: Mapping[str, Any]) -> None:
+        self.update_group: UpdateGroup | None = None    # train.gpus > 1: the other ranks of the update
         self.configure(config)
         self.version = 0
         self.training: dict[str, float] = {}
@@ -79,6 +70,9 @@ class Learner(Trainer):
             self.model = build_model(probe, config["model"]).to(learner_device(config))
         probe.close()
         self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
+        if self.update_group is not None:              # a new individual (evolve.py): the replicas follow
+            self.ppo.ranks, self.update_group.ppo = self.update_group.ranks, self.ppo
+            self.update_group.load(self.state_dict())
         self.sample = SampleSettings.from_config(config)
         self.batch_steps = TrainSettings.from_config(config).batch
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
@@ -101,6 +95,8 @@ class Learner(Trainer):
             self.pool.load_state_dict(state["pool"])
         self.version, self.iteration, self.cost = int(state["version"]), int(state["iteration"]), int(state["cost"])
         self.elapsed = float(state["elapsed"])
+        if self.update_group is not None:
+            self.update_group.load(state)
 
     # ---- actors --------------------------------------------------------------------------------------------
     def _spawn(self) -> Any:
@@ -183,6 +179,9 @@ class Learner(Trainer):
             self._kill(actor)
         self.actors = []
         self.everyone = self.gather = None
+        if self.update_group is not None:
+            self.update_group.close()
+            self.update_group = None
 
     # ---- training ------------------------------------------------------------------------------------------
     def _collect(self) -> tuple[list[Segment], int, list[EpisodeResult]]:
@@ -208,7 +207,8 @@ class Learner(Trainer):
         started = time.monotonic()
         segments, steps, results = self._collect()
         collected = time.monotonic()
-        stats = self.ppo.update(segments, self.version, self.cost) if segments else {}
+        update = self.update_group.update if self.update_group is not None else self.ppo.update
+        stats = update(segments, self.version, self.cost) if segments else {}
         updated = time.monotonic()
         self.version += 1
         self.iteration += 1
@@ -269,6 +269,9 @@ class Learner(Trainer):
         """Actors started (if not yet) and streaming segments while the loop runs."""
         if self.gather is None:
             self.start_actors()
+        if self.update_group is None and TrainSettings.from_config(self.config).gpus > 1:
+            self.update_group = UpdateGroup(self.config, self.ppo, self.local)
+            self.update_group.load(self.state_dict())
         with self.gather.gathering("sample"):
             yield
 

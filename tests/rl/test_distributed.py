@@ -183,3 +183,26 @@ def test_train_ranks_on_ray_train_one_learner_and_torchrun_resumes(tmp_path):
                              capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert resumed.returncode == 0 and "resuming from" in resumed.stderr, resumed.stderr[-3000:]
     assert torch.load(tmp_path / "run" / "checkpoints" / "checkpoint-000000000004.pt", weights_only=True)["cost"] == 4 * 8 * 16
+
+
+@pytest.mark.slow
+def test_the_fleet_learner_update_on_two_ranks_keeps_the_replicas_equal(ray_local, tmp_path):
+    """train.gpus=2 (CPU processes here): rank 1 is a Ray actor; after training its replica equals the learner's
+    network, and the run learns on as usual."""
+    from lamarckian.config import load
+    from lamarckian.model import to_blob
+    from lamarckian.rl import Learner
+    from lamarckian.rl.loop import TrainingLoop
+
+    config = load(["mdp/gym.yml"], [f"root={tmp_path}", "train.gpus=2", "train.device=cpu", "sample.actors=1",
+                                    "sample.num_cpus=0.5", "sample.envs=4", "train.batch=512", "evaluator.episodes=0",
+                                    "evaluator.progress=false", "evaluator.terminate=self.iteration >= 4"])
+    learner = Learner(config)
+    try:
+        TrainingLoop(learner, tmp_path).run()
+        assert learner.update_group is not None and learner.iteration == 4
+        replica = learner.update_group.weights()[0]
+        assert np.array_equal(replica, to_blob(learner.model))
+        assert not np.array_equal(replica, to_blob(Learner(config).model))          # and it did train
+    finally:
+        learner.close()
