@@ -13,12 +13,18 @@ see exactly the minibatches one process would (``tests/rl/test_distributed.py``)
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import os
+from typing import Iterator
 
 import torch
 import torch.distributed as dist
+
+
+class RankLostError(RuntimeError):
+    """A collective failed because another rank is gone."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,17 +71,26 @@ class Ranks:
                                     timeout=datetime.timedelta(seconds=timeout))
 
     # ---- collectives ------------------------------------------------------------------------------------------
-    @staticmethod
-    def sum(tensor: torch.Tensor) -> torch.Tensor:
+    def sum(self, tensor: torch.Tensor) -> torch.Tensor:
         """``tensor`` summed over the ranks, in place (and returned)."""
-        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+        with self._collective("a sum"):
+            dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
         return tensor
 
-    @staticmethod
-    def broadcast(tensor: torch.Tensor) -> torch.Tensor:
+    def broadcast(self, tensor: torch.Tensor) -> torch.Tensor:
         """Rank 0's ``tensor`` on every rank, in place (and returned)."""
-        dist.broadcast(tensor, src=0)
+        with self._collective("a broadcast"):
+            dist.broadcast(tensor, src=0)
         return tensor
+
+    @contextlib.contextmanager
+    def _collective(self, what: str) -> Iterator[None]:
+        """RankLostError naming this rank when a collective fails (another rank died, or hung past the timeout)."""
+        try:
+            yield
+        except (RuntimeError, dist.DistBackendError) as error:
+            raise RankLostError(f"rank {self.rank} of {self.size}: {what} over the ranks failed: another rank died "
+                                f"or hung past train.rank_timeout ({str(error).splitlines()[0][:200]})") from error
 
     def decide(self, decision: bool, device: torch.device | str = "cpu") -> bool:
         """Rank 0's ``decision`` on every rank (each rank passes its own; only rank 0's counts)."""
