@@ -136,7 +136,7 @@ class Link:
         return next(self._ids)
 
     def send(self, connection: Connection, frames: list[Any]) -> None:
-        connection.socket.send_multipart(frames, copy=False)
+        sockets.send_frames(connection.socket, frames)
         self.bytes_sent += sum(memoryview(frame).nbytes for frame in frames)
 
     def request(self, connections: Sequence[Connection], kind: Kind, value: Any = None, *, relay: bool = False,
@@ -168,8 +168,8 @@ class Link:
             if sock is connection.monitor:
                 monitors.append(connection)
                 continue
-            while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-                self._dispatch(connection, sock.recv_multipart(copy=False))
+            for frames in sockets.readable_frames(sock):
+                self._dispatch(connection, frames)
         for connection in monitors:  # after the data: a reply sent just before death still counts
             connection.read_monitor()
 

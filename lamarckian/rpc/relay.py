@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import zmq
 
+from . import sockets
 from .connection import Connection
 from .errors import ActorDiedError, ProtocolError
 from .server import ServingThread
@@ -47,8 +48,6 @@ class RelayServer(ServingThread):
         super().__init__(name=f"Relay(pid={os.getpid()})", secret=secret, settings=settings)
 
     def endpoint(self) -> dict[str, Any]:
-        from . import sockets
-
         return {"address": self.address, "name": self.name, "node": sockets.node_id(), "pid": os.getpid(),
                 "patterns": ["relay"], "curve_public_key": self.curve_public_key}
 
@@ -67,7 +66,7 @@ class RelayServer(ServingThread):
         for slot, target in enumerate(value["targets"]):
             connection = self._connect(target)
             if connection.alive:
-                connection.socket.send_multipart(inner, copy=False)
+                sockets.send_frames(connection.socket, inner)
                 self._pending[connection].append((job, slot))
             else:
                 self._complete(job, slot, DEAD)
@@ -100,8 +99,7 @@ class RelayServer(ServingThread):
                 while pending:
                     self._complete(*pending.popleft(), DEAD)
         else:
-            while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-                frames = sock.recv_multipart(copy=False)
+            for frames in sockets.readable_frames(sock):
                 if self._pending[connection]:
                     self._complete(*self._pending[connection].popleft(), frames)
 

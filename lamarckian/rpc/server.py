@@ -99,8 +99,7 @@ class ServingThread:
     def _readable(self, sock: zmq.Socket) -> None:
         if sock is not self._socket:
             return
-        while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-            frames = sock.recv_multipart(copy=False)
+        for frames in sockets.readable_frames(sock):
             identity = frames[0].bytes
             try:
                 self._handle(identity, self._wire.unpack(frames[1:]))
@@ -112,7 +111,7 @@ class ServingThread:
             frames = self._wire.pack(kind, request_id, value, extra)
         except TypeError as error:  # the method returned something that cannot travel
             frames = self._wire.pack(Kind.ERROR, request_id, describe_error(error, self.name))
-        self._socket.send_multipart([identity, *frames], copy=False)
+        sockets.send_frames(self._socket, [identity, *frames])
 
     def _handle(self, identity: bytes, message: Message) -> None:
         raise NotImplementedError

@@ -40,6 +40,9 @@ class Kind(enum.IntEnum):
     RELAY_REPLY = 11  # body: {"sizes": [frames per target or -1 if it died]}; data frames: inner replies
 
 
+_KINDS = {int(kind): kind for kind in Kind}     # a dict lookup, not an Enum call, per received message
+
+
 @dataclasses.dataclass
 class Message:
     """A received, verified and decoded message; ``frames`` keeps every data frame (for relays)."""
@@ -82,10 +85,10 @@ class Wire:
         if version != VERSION:
             raise ProtocolError("version", f"protocol {version}, expected {VERSION}")
         self.signer.verify(header, nonce, data, bytes(tag))
-        try:
-            kind = Kind(kind)
-        except ValueError:
-            raise ProtocolError("malformed", f"unknown kind {kind}") from None
+        known = _KINDS.get(kind)
+        if known is None:
+            raise ProtocolError("malformed", f"unknown kind {kind}")
+        kind = known
         value = codec.decode(header[PREFIX_BYTES:], data, self.settings.serializer) if decode else None
         return Message(kind, request_id, value, data)
 
