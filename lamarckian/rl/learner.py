@@ -22,19 +22,17 @@ import torch
 from .. import rpc
 from ..config import lookup
 from ..config.sections import EvaluatorSettings, SampleSettings, TrainSettings
-from ..mdp import create_mdp
 from ..model import to_blob
-from ..model.network import seeded
 from ..record import Progress
 from ..record.checkpoint import upgrade_checkpoint
-from .actor import Actor, build_model
+from .actor import Actor
 from .evaluator import Evaluator, summarize
 from .loop import Trainer
 from .pool import OpponentPool, PoolSettings
 from .ppo import PPO, PPOSettings
 from .results import POOL, RULE, EpisodeResult
 from .segment import Segment
-from .update_ranks import UpdateGroup, learner_device
+from .update_ranks import UpdateGroup, learner_network
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +62,7 @@ class Learner(Trainer):
         ``config``; counters restart at 0. Running actors are kept: the caller sends them the new weights.
         (evolve.py's learners call this for each individual they train.)"""
         self.config = config
-        probe = create_mdp(config["mdp"], seed=config["seed"])
-        self.seats = len(probe)
-        with seeded(config["seed"]):
-            self.model = build_model(probe, config["model"]).to(learner_device(config))
-        probe.close()
+        self.model, self.seats = learner_network(config)
         self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
         if self.update_group is not None:              # a new individual (evolve.py): the replicas follow
             self.ppo.ranks, self.update_group.ppo = self.update_group.ranks, self.ppo

@@ -48,12 +48,12 @@ def learner_device(config: Mapping[str, Any]) -> torch.device:
     return torch.device(device)
 
 
-def learner_network(config: Mapping[str, Any]) -> torch.nn.Module:
-    """The learner's network, initialized from ``config.seed``, on ``train.device``."""
+def learner_network(config: Mapping[str, Any]) -> tuple[torch.nn.Module, int]:
+    """The learner's network, initialized from ``config.seed``, on ``train.device``; and the MDP's seat count."""
     probe = create_mdp(config["mdp"], seed=config["seed"])
     try:
         with seeded(config["seed"]):
-            return build_model(probe, config["model"]).to(learner_device(config))
+            return build_model(probe, config["model"]).to(learner_device(config)), len(probe)
     finally:
         probe.close()
 
@@ -71,7 +71,7 @@ class UpdateRank:
     def __init__(self, config: Mapping[str, Any], rank: int, size: int, address: str) -> None:
         configure_process(config)
         self.rank = rank
-        self.model = learner_network(config)
+        self.model, _ = learner_network(config)
         ranks = Ranks(rank, size, address=address, own_gpu=True)
         ranks.join(ranks.backend(next(self.model.parameters()).device.type),
                    TrainSettings.from_config(config).rank_timeout)

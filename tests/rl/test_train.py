@@ -115,7 +115,7 @@ def test_debug_runs_in_one_process_without_ray(tmp_path):
 def test_the_learner_device_is_a_setting_refused_where_it_does_not_exist():
     import torch
 
-    from lamarckian.rl.learner import learner_device
+    from lamarckian.rl.update_ranks import learner_device
 
     assert learner_device(load([], [])) == torch.device("cuda" if torch.cuda.is_available() else "cpu")
     with pytest.raises(ValueError, match="train.device='gpu'"):
