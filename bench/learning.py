@@ -27,11 +27,15 @@ from lamarckian.record import read_rows  # noqa: E402
 TASKS = {"CartPole-v1": ("mdp/gym/cartpole.yml", 475.0), "Pendulum-v1": ("mdp/gym/pendulum.yml", -200.0)}
 
 
-def run(task_file: str, threshold: float, seed: int, limit: float, root: Path) -> dict[str, float]:
+def run(task_file: str, threshold: float, seed: int, limit: float, root: Path, learner: str = "rl/ppo.yml",
+        changes: tuple[str, ...] = ("evaluator.interval=2", "evaluator.episodes=10")) -> dict[str, float]:
+    """``train.py -c mdp/gym.yml <task_file> <learner> -m <changes>`` in a subprocess until the evaluation return
+    reaches ``threshold`` or ``limit`` training seconds pass: seconds and env steps to the threshold (nan: not
+    reached), the process's wall time, the evaluation curve."""
     started = time.monotonic()
     completed = subprocess.run(
-        [sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml", task_file, "rl/ppo.yml", "-m",
-         f"seed={seed}", f"root={root}", "evaluator.interval=2", "evaluator.episodes=10", "evaluator.progress=false",
+        [sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml", task_file, learner, "-m",
+         f"seed={seed}", f"root={root}", *changes, "evaluator.progress=false", "evaluator.tensorboard=false",
          f"evaluator.terminate=self.fitness >= {threshold} or self.time > {limit}", "-D"],
         capture_output=True, text=True, cwd=REPOSITORY)
     wall = time.monotonic() - started
@@ -39,7 +43,8 @@ def run(task_file: str, threshold: float, seed: int, limit: float, root: Path) -
         raise RuntimeError(f"train.py failed (seed {seed}):\n{completed.stderr[-2000:]}")
     rows = read_rows(root / "evaluations.csv")
     reached = next((row for row in rows if row["fitness"] >= threshold), None)
-    return {"seconds": reached["time"] if reached else float("nan"), "steps": reached["cost"] if reached else float("nan"),
+    return {"seconds": reached["time"] if reached else float("nan"),
+            "training": reached["time"] - reached["evaluating"] if reached else float("nan"), "steps": reached["cost"] if reached else float("nan"),
             "wall": wall, "curve": [(row["cost"], row["fitness"]) for row in rows]}
 
 

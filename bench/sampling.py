@@ -61,7 +61,7 @@ def main() -> None:
     config = load(["mdp/gym.yml"], [f"sample.envs={args.envs}", f"sample.actors={args.actors}"])
     ray.init(num_cpus=max(args.actors, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False)
     probe = create_mdp(config["mdp"])
-    blob = to_blob(build_model(probe, config["model"]))
+    blob = to_blob(build_model(probe, config))
     remote = ray.remote(num_cpus=1)(Actor)
     actors = [remote.remote(config, index, blob) for index in range(args.actors)]
     fleet, raw = [], []

@@ -44,7 +44,7 @@ def main() -> None:
         models = []
         for seed in range(count):
             torch.manual_seed(seed)
-            models.append(build_model(mdp, config["model"]))
+            models.append(build_model(mdp, config))
         stacked = StackedPolicies(models[0], [to_blob(m) for m in models])
         observations = torch.randn(count, args.batch, 8)
 

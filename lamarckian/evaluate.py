@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         mdp = create_mdp(config["mdp"], seed=config["seed"])
         if len(mdp) < 2:
             raise ValueError(f"evaluate.py rates games; mdp.create={config['mdp']['create']!r} has one player")
-        entrants = entrants_of(arguments, folders, build_model(mdp, config["model"]))
+        entrants = entrants_of(arguments, folders, build_model(mdp, config))
         if len(entrants) < len(mdp):
             raise ValueError(f"{arguments.checkpoints}: a tournament of {len(mdp)}-player games needs at least "
                              f"{len(mdp)} checkpoints, found {len(entrants)}")
@@ -162,7 +162,7 @@ def film(config, arguments: argparse.Namespace) -> int:
         try:
             def fresh():
                 with seeded(config["seed"]):
-                    return build_model(mdp, config["model"])
+                    return build_model(mdp, config)
 
             player, opponent = video_pair(arguments.checkpoints, arguments.opponents, fresh(), fresh)
             models = []

@@ -104,6 +104,7 @@ class TrainSettings(Section):
     """``train``: the learner's optimizer and batch (see lamarckian.yml)."""
 
     KEY = "train"
+    OTHER_KEYS = ("replay",)
 
     lr: float
     lr_schedule: str
@@ -191,8 +192,84 @@ class OpponentSettings(Section):
         _require(self, rule=0 <= self.rule <= 1, deterministic=0 <= self.deterministic <= 1)
 
 
+@dataclasses.dataclass(frozen=True)
+class ReplaySettings(Section):
+    """``train.replay``: the off-policy learners' replay buffer and update-to-data ratio."""
+
+    KEY = "train.replay"
+
+    capacity: int
+    start: int
+    batch: int
+    ratio: float
+    steps: int
+    alpha: float
+    beta: float
+    checkpoint: bool
+
+    def __post_init__(self) -> None:
+        _require(self, capacity=self.capacity >= 1, start=1 <= self.start <= self.capacity, batch=self.batch >= 1,
+                 ratio=self.ratio > 0, steps=self.steps >= 1, alpha=self.alpha >= 0, beta=0 <= self.beta <= 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNSettings(Section):
+    """``rl.dqn``: double and dueling DQN, the target network (``epsilon`` is :class:`EpsilonSettings`)."""
+
+    KEY = "rl.dqn"
+    OTHER_KEYS = ("epsilon",)
+
+    double: bool
+    dueling: bool
+    target_update: int
+    tau: float
+
+    def __post_init__(self) -> None:
+        _require(self, target_update=self.target_update >= 1, tau=0 < self.tau <= 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class EpsilonSettings(Section):
+    """``rl.dqn.epsilon``: the actors' ε-greedy schedule (linear in env steps) and its Ape-X spread over lanes."""
+
+    KEY = "rl.dqn.epsilon"
+
+    initial: float
+    final: float
+    decay: int
+    spread: float
+
+    def __post_init__(self) -> None:
+        _require(self, initial=0 <= self.initial <= 1, final=0 <= self.final <= 1, decay=self.decay >= 0,
+                 spread=self.spread >= 0)
+
+    def at(self, steps: int) -> float:
+        """ε after ``steps`` env steps."""
+        share = min(1.0, steps / self.decay) if self.decay else 1.0
+        return self.initial + share * (self.final - self.initial)
+
+
+@dataclasses.dataclass(frozen=True)
+class SACSettings(Section):
+    """``rl.sac``: critics (twin, or a REDQ ensemble), target averaging, the entropy temperature."""
+
+    KEY = "rl.sac"
+
+    critics: int
+    target_critics: int
+    tau: float
+    alpha: float
+    learn_alpha: bool
+    target_entropy: float | None
+
+    def __post_init__(self) -> None:
+        _require(self, critics=self.critics >= 1, target_critics=1 <= self.target_critics <= self.critics,
+                 tau=0 < self.tau <= 1, alpha=self.alpha > 0)
+
+
 #: the sections of this layer, built (and so checked) by ``load()``
-RUN_SECTIONS = (TrainSettings, SampleSettings, EvaluatorSettings, CheckpointSettings, OpponentSettings)
+RUN_SECTIONS = (TrainSettings, SampleSettings, EvaluatorSettings, CheckpointSettings, OpponentSettings, ReplaySettings,
+                DQNSettings, EpsilonSettings, SACSettings)
 
 
 def check_sections(config: Mapping[str, Any], sources: Any) -> None:

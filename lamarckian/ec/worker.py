@@ -25,6 +25,7 @@ from ..config.sections import EvaluatorSettings, SampleSettings
 from ..model import to_blob
 from ..rl import Learner
 from ..rl.evaluator import Evaluator
+from ..rl.learner import fleet_learner
 from ..rl.loop import TrainingLoop
 from .settings import RoundSettings
 from .space import with_values
@@ -120,7 +121,7 @@ class PopulationLearner:
                     raise
         if learner is not None:
             learner.close()
-        self.learner, self.fingerprint = Learner(config), fingerprint
+        self.learner, self.fingerprint = fleet_learner(config), fingerprint
         return self.learner
 
     def train(self, task: Mapping[str, Any]) -> dict[str, Any]:
@@ -133,7 +134,7 @@ class PopulationLearner:
             learner.load_state_dict(owned(task["state"]))
             learner.version = version
             if "train.lr" in task["hparams"]:
-                learner.ppo.set_lr(float(task["hparams"]["train.lr"]))
+                learner.set_lr(float(task["hparams"]["train.lr"]))
         if task.get("weight_noise"):
             generator = torch.Generator().manual_seed(int(task["id"]))
             with torch.no_grad():

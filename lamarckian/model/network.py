@@ -63,26 +63,27 @@ class ModelSettings(Section):
             raise ValueError(f"model.bound={self.bound!r}: expected one of {BOUNDS}")
 
 
-def _layer(layer: nn.Module, gain: float) -> nn.Module:
+def init_layer(layer: nn.Module, gain: float) -> nn.Module:
     nn.init.orthogonal_(layer.weight, gain)
     nn.init.zeros_(layer.bias)
     return layer
 
 
-def _encoder(batcher: ObservationBatcher, settings: ModelSettings) -> tuple[nn.Module, int]:
+def build_encoder(batcher: ObservationBatcher, settings: ModelSettings) -> tuple[nn.Module, int]:
+    """The Nature CNN (images) and the MLP of ``model.hidden``; the module and its output width."""
     activation = ACTIVATIONS[settings.activation]
     layers: list[nn.Module] = []
     if batcher.image:
         channels, height, width = batcher.shape
-        layers += [_layer(nn.Conv2d(channels, 32, 8, 4), math.sqrt(2)), nn.ReLU(),
-                   _layer(nn.Conv2d(32, 64, 4, 2), math.sqrt(2)), nn.ReLU(),
-                   _layer(nn.Conv2d(64, 64, 3, 1), math.sqrt(2)), nn.ReLU(), nn.Flatten()]
+        layers += [init_layer(nn.Conv2d(channels, 32, 8, 4), math.sqrt(2)), nn.ReLU(),
+                   init_layer(nn.Conv2d(32, 64, 4, 2), math.sqrt(2)), nn.ReLU(),
+                   init_layer(nn.Conv2d(64, 64, 3, 1), math.sqrt(2)), nn.ReLU(), nn.Flatten()]
         with torch.no_grad():
             width_in = nn.Sequential(*layers)(torch.zeros(1, channels, height, width)).shape[1]
     else:
         width_in = batcher.shape[0]
     for width_out in settings.hidden:
-        layers += [_layer(nn.Linear(width_in, width_out), math.sqrt(2)), activation()]
+        layers += [init_layer(nn.Linear(width_in, width_out), math.sqrt(2)), activation()]
         width_in = width_out
     return nn.Sequential(*layers), width_in
 
@@ -106,18 +107,18 @@ class ActorCritic(nn.Module):
         else:
             self.observation_normalizer = RunningNormalizer(self.batcher.shape)
         self.value_normalizer = RunningNormalizer(())
-        self.actor_encoder, width = _encoder(self.batcher, settings)
-        self.critic_encoder = self.actor_encoder if settings.shared else _encoder(self.batcher, settings)[0]
+        self.actor_encoder, width = build_encoder(self.batcher, settings)
+        self.critic_encoder = self.actor_encoder if settings.shared else build_encoder(self.batcher, settings)[0]
         if isinstance(action_space, gymnasium.spaces.Discrete):
             self.discrete = True
-            self.policy_head = _layer(nn.Linear(width, int(action_space.n)), 0.01)
+            self.policy_head = init_layer(nn.Linear(width, int(action_space.n)), 0.01)
         elif isinstance(action_space, gymnasium.spaces.Box):
             self.discrete = False
-            self.policy_head = _layer(nn.Linear(width, int(np.prod(action_space.shape))), 0.01)
+            self.policy_head = init_layer(nn.Linear(width, int(np.prod(action_space.shape))), 0.01)
             self.log_std = nn.Parameter(torch.full((int(np.prod(action_space.shape)),), settings.log_std))
         else:
             raise TypeError(f"action space {action_space} is not supported (Discrete, Box)")
-        self.value_head = _layer(nn.Linear(width, 1), 1.0)
+        self.value_head = init_layer(nn.Linear(width, 1), 1.0)
 
     def prepare(self, observation: torch.Tensor) -> torch.Tensor:
         """Scale images to [0, 1]; normalize vectors (if configured)."""

@@ -9,20 +9,32 @@ import numpy as np
 import torch
 
 from .. import rpc
-from ..config.sections import EvaluatorSettings, OpponentSettings, SampleSettings
+from ..config.sections import DQNSettings, EpsilonSettings, EvaluatorSettings, OpponentSettings, SampleSettings
 from ..mdp import MDP, Controller, create_mdp, wrap_controller
 from ..model import ActorCritic, ModelSettings, load_blob
 from ..model.network import seeded
+from ..model.offpolicy import QNetwork, SquashedGaussianPolicy
 from ..model.stacked import StackedPolicies
-from .inference import BatchedInference, Policy, PopulationPolicy, Server
+from .inference import BatchedInference, EpsilonGreedy, Policy, PopulationPolicy, Server
 from .results import NONE, POOL, RULE, SELF, EpisodeResult, pairwise_scores
 from .segment import Lane, stack_lanes
 
+ALGORITHMS = ("ppo", "dqn", "sac")
 
-def build_model(mdp: MDP, model_config: Mapping[str, Any]) -> ActorCritic:
-    """The learner's network for seat 0 of ``mdp`` (every seat must share spaces)."""
+
+def build_model(mdp: MDP, config: Mapping[str, Any]) -> torch.nn.Module:
+    """The acting network of ``rl.algorithm`` for seat 0 of ``mdp`` (every seat must share spaces): PPO's
+    :class:`ActorCritic`, DQN's :class:`QNetwork`, SAC's :class:`SquashedGaussianPolicy`."""
     spec = mdp.describe()[0]
-    return ActorCritic(spec.observation, spec.action, ModelSettings.from_mapping(model_config))
+    settings = ModelSettings.from_mapping(config["model"])
+    algorithm = config["rl"]["algorithm"]
+    if algorithm == "ppo":
+        return ActorCritic(spec.observation, spec.action, settings)
+    if algorithm == "dqn":
+        return QNetwork(spec.observation, spec.action, settings, DQNSettings.from_config(config).dueling)
+    if algorithm == "sac":
+        return SquashedGaussianPolicy(spec.observation, spec.action, settings)
+    raise ValueError(f"rl.algorithm={algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
 
 
 def actor_seed(seed: int, index: int, slot: int) -> int:
@@ -68,7 +80,7 @@ class Actor:
                      for slot in range(self.envs)]
         self.seats = len(self.mdps[0])
         with seeded(actor_seed(config["seed"], index, 0)):      # its own stream, not the process's
-            self.model = build_model(self.mdps[0], config["model"])
+            self.model = build_model(self.mdps[0], config)
         if blob is not None:
             load_blob(self.model, blob)
         self.version = version
@@ -82,7 +94,13 @@ class Actor:
         self.population: StackedPolicies | None = None
         if pool is not None:
             self.set_pool(*pool)
-        self.lanes = [Lane() for _ in range(self.envs)]
+        self.off_policy = config["rl"]["algorithm"] != "ppo"
+        if config["rl"]["algorithm"] == "dqn":     # ε-greedy, ε per lane (Ape-X), set by the learner
+            epsilon = EpsilonSettings.from_config(config)
+            lanes = (index % sample.actors) * self.envs, sample.actors * self.envs
+            self.policy = EpsilonGreedy(self.model, epsilon.initial, epsilon.spread, *lanes,
+                                        np.random.default_rng(actor_seed(config["seed"], index, 2**21)))
+        self.lanes = [Lane(self.off_policy) for _ in range(self.envs)]
         self.results: list[EpisodeResult] = []    # the training episodes finished since the last segment
         self.steps = 0
         self.loop = asyncio.new_event_loop()
@@ -100,6 +118,10 @@ class Actor:
         load_blob(self.model, blob)
         self.version = int(version)
         return self.version
+
+    def set_exploration(self, epsilon: float) -> None:
+        """DQN's ε now (the learner's schedule); each lane explores with its own power of it (Ape-X spread)."""
+        self.policy.set_epsilon(epsilon)
 
     def set_pool(self, probabilities: Mapping[int, float], blobs: Mapping[int, np.ndarray] | None = None) -> None:
         """The opponent pool: new snapshots' ``blobs`` and every member's sampling probability; members absent
@@ -166,7 +188,7 @@ class Actor:
             learner, opponents, kind, snapshot_ids = self._pick_opponents()
             episode = mdp.reset(learner, *(seat for seat, _ in opponents))
             controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
-            players = [self._learn(controllers[0], lane)]
+            players = [self._learn(controllers[0], lane, slot)]
             mean = self.mean_probability > 0 and self.random.random() < self.mean_probability
             server = self.pool_policy_mean if mean else self.pool_policy
             players += [self._play(c, server, self.model, index) for c, (_, index) in zip(controllers[1:], opponents)]
@@ -176,13 +198,13 @@ class Actor:
                 own.scores = pairwise_scores(own, [EpisodeResult.of(c.get_result()) for c in controllers[1:]])
             self.results.append(own)
 
-    async def _learn(self, controller: Controller, lane: Lane) -> None:
+    async def _learn(self, controller: Controller, lane: Lane, slot: int) -> None:
         batcher = self.model.batcher
         self.inference.register()
         try:
             while not controller.done:
                 observation = batcher.convert(controller.get_state())
-                action, log_prob, value = await self.inference.act(self.policy, observation)
+                action, log_prob, value = await self.inference.act(self.policy, observation, slot)
                 lane.decide(observation, action, log_prob, value, self.version)
                 if len(lane.values) == self.truncation + 1:  # this lane just filled: maybe all have
                     self._check_ready()
@@ -191,7 +213,7 @@ class Actor:
                 lane.outcome(controller.get_reward(), controller.done, controller.truncated)
             if controller.truncated:
                 final = batcher.convert(controller.get_state())
-                lane.set_final_value((await self.inference.act(self.policy, final))[2])
+                lane.set_final((await self.inference.act(self.policy, final, slot))[2], final)
         finally:
             self.inference.unregister()
 
@@ -307,7 +329,7 @@ class Actor:
         for mdp in (*self.mdps, *self.eval_mdps):
             mdp.close()
         self.mdp_config, self.mdps, self.eval_mdps = mdp_config, mdps, []
-        self.lanes = [Lane() for _ in range(self.envs)]
+        self.lanes = [Lane(self.off_policy) for _ in range(self.envs)]
         self.results, self.steps, self.failure = [], 0, None
 
     def _stop_slots(self) -> None:

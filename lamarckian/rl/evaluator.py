@@ -44,6 +44,7 @@ class Evaluator:
         self.last = -math.inf
         self.results: list[EpisodeResult] = []  # the latest evaluation's episode results
         self.history: list[dict[str, Any]] = []  # every evaluation of the run: time, cost, iteration, summary
+        self.spent = 0.0                          # seconds the run's evaluations took (part of its time)
         self.latest: dict[str, float] = {"episodes": 0.0, "fitness": math.nan, "win": math.nan}
 
     def due(self, now: float | None = None) -> bool:

@@ -34,6 +34,35 @@ class Policy:
         return list(zip(actions.numpy(), log_probs.tolist(), values.tolist()))
 
 
+class EpsilonGreedy:
+    """DQN's acting: the Q-network's greedy action, or with probability ε of the item's lane (its tag: a slot of
+    this actor) a uniform random one. Lane ``i`` of the fleet's ``G`` explores with ``ε^(1 + spread · i / (G − 1))``
+    (Ape-X, Horgan et al. 2018; spread 0: every lane ``ε``).
+
+    Args:
+        first, total: this actor's first lane in the fleet and the fleet's lane count.
+    """
+
+    def __init__(self, model: Any, epsilon: float, spread: float, first: int, total: int,
+                 random: np.random.Generator) -> None:
+        self.model, self.random = model, random
+        self.actions = int(model.action_space.n)
+        self.exponents = 1.0 + spread * np.arange(first, total) / max(1, total - 1)
+        self.set_epsilon(epsilon)
+
+    def set_epsilon(self, epsilon: float) -> None:
+        self.epsilons = float(epsilon) ** self.exponents
+
+    def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:
+        batch = torch.from_numpy(np.stack([observation for observation, _ in items]))
+        actions, log_probs, values = self.model.act(batch)
+        actions = actions.numpy()
+        slots = np.array([tag for _, tag in items])
+        explore = self.random.random(len(items)) < self.epsilons[slots]
+        actions[explore] = self.random.integers(self.actions, size=int(explore.sum()))
+        return list(zip(actions, log_probs.tolist(), values.tolist()))
+
+
 class PopulationPolicy:
     """Many frozen policies in one forward: an item's tag is the index of the policy that acts on it."""
 

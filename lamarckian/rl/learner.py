@@ -37,6 +37,15 @@ from .update_ranks import UpdateGroup, learner_network
 log = logging.getLogger(__name__)
 
 
+def fleet_learner(config: Mapping[str, Any]) -> "Learner":
+    """The actor-fleet learner of ``rl.algorithm``: :class:`Learner` (PPO) or the replay learner of DQN and SAC."""
+    if config["rl"]["algorithm"] == "ppo":
+        return Learner(config)
+    from .offpolicy import OffPolicyLearner
+
+    return OffPolicyLearner(config)
+
+
 class Learner(Trainer):
     """Trains one policy with a fleet of ``sample.actors`` Ray actors (run it with :class:`.loop.TrainingLoop`).
 
@@ -63,10 +72,7 @@ class Learner(Trainer):
         (evolve.py's learners call this for each individual they train.)"""
         self.config = config
         self.model, self.seats = learner_network(config)
-        self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
-        if self.update_group is not None:              # a new individual (evolve.py): the replicas follow
-            self.ppo.ranks, self.update_group.ppo = self.update_group.ranks, self.ppo
-            self.update_group.load(self.state_dict())
+        self.build_update(config)
         self.sample = SampleSettings.from_config(config)
         self.batch_steps = TrainSettings.from_config(config).batch
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
@@ -74,6 +80,22 @@ class Learner(Trainer):
         self.elapsed = 0.0
         self.pool = self._initial_pool(config) if self.seats > 1 else None
         self.pool_frozen = False
+
+    def build_update(self, config: Mapping[str, Any]) -> None:
+        """PPO on ``self.model`` (and, on several GPUs, its replicas)."""
+        self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
+        if self.update_group is not None:              # a new individual (evolve.py): the replicas follow
+            self.ppo.ranks, self.update_group.ppo = self.update_group.ranks, self.ppo
+            self.update_group.load(self.state_dict())
+
+    def set_lr(self, lr: float) -> None:
+        """The learning rate from now on (evolve.py's searched ``train.lr``)."""
+        self.ppo.set_lr(lr)
+
+    @property
+    def max_staleness(self) -> int:
+        """Segments more weight versions behind than this are dropped."""
+        return self.ppo.settings.max_staleness
 
     # ---- state ---------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -120,7 +142,7 @@ class Learner(Trainer):
         if self.everyone is None:
             self.start_actors()
             return
-        self.version += self.ppo.settings.max_staleness + 1
+        self.version += self.max_staleness + 1
         blob = to_blob(self.model)
         self.call_all(lambda: self.everyone("set_weights", self.version, blob))
         if self.pool is not None:
@@ -181,7 +203,7 @@ class Learner(Trainer):
     def _collect(self) -> tuple[list[Segment], int, list[EpisodeResult]]:
         """Segments worth ``train.batch`` env steps (stale ones dropped), their env steps, finished episodes."""
         segments, steps, results = [], 0, []
-        limit = self.ppo.settings.max_staleness
+        limit = self.max_staleness
         while steps < self.batch_steps:
             try:
                 segment = Segment.from_wire(self.gather())

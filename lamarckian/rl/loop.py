@@ -7,7 +7,8 @@ step, how to evaluate and what its state is; :class:`TrainingLoop` does the rest
 
 A run directory holds ``checkpoints/`` (the newest ``evaluator.checkpoint.keep``, everything to resume),
 ``snapshots/`` (the weights at every checkpoint and at the start, all kept: ``evaluate.py --checkpoints`` rates a
-whole run from them), ``evaluations.csv`` and ``tensorboard/``.
+whole run from them), ``evaluations.csv`` (``time``: training seconds so far, evaluations included; ``evaluating``:
+the seconds of them spent in earlier evaluations) and ``tensorboard/``.
 """
 
 from __future__ import annotations
@@ -124,7 +125,8 @@ class TrainingLoop:
         trainer = self.trainer
         return {**trainer.state_dict(), "format": CHECKPOINT_FORMAT, "trainer": type(trainer).__name__,
                 "training": dict(trainer.training), "evaluation": dict(trainer.evaluator.latest),
-                "evaluations": [dict(row) for row in trainer.evaluator.history], "rng": process_rng_state(),
+                "evaluations": [dict(row) for row in trainer.evaluator.history],
+                "evaluating": trainer.evaluator.spent, "rng": process_rng_state(),
                 "config": plain(trainer.config)}
 
     def save(self) -> Path | None:
@@ -157,6 +159,7 @@ class TrainingLoop:
         trainer.training = {k: float(v) for k, v in state["training"].items()}
         trainer.evaluator.latest = {k: float(v) for k, v in state["evaluation"].items()} or trainer.evaluator.latest
         trainer.evaluator.history = [dict(row) for row in state["evaluations"]]
+        trainer.evaluator.spent = float(state.get("evaluating", 0.0))      # older checkpoints did not count it
         if state["rng"] is not None:
             restore_process_rng(state["rng"])
 
@@ -240,13 +243,15 @@ class TrainingLoop:
         """Evaluate (the status line says so meanwhile), record it, print it; whether there was an evaluation."""
         trainer = self.trainer
         self.progress.update({**fields, "evaluating": f"{trainer.evaluator.episodes} episodes…"})
-        trainer.evaluator.last = time.monotonic()        # the interval runs from one evaluation's start to the next
+        trainer.evaluator.last = started = time.monotonic()   # the interval runs from one evaluation's start to the next
         summary = trainer.evaluate()
+        spent, trainer.evaluator.spent = trainer.evaluator.spent, trainer.evaluator.spent + time.monotonic() - started
         line = " | ".join(f"{k} {v}" for k, v in fields.items())
         if not summary:
             self.progress.print(line)
             return False
-        row = {"time": round(trainer.elapsed, 3), "cost": trainer.cost, "iteration": trainer.iteration, **summary}
+        row = {"time": round(trainer.elapsed, 3), "evaluating": round(spent, 3), "cost": trainer.cost,
+               "iteration": trainer.iteration, **summary}
         trainer.evaluator.history.append(row)
         scalars.write(trainer.cost, {f"eval/{k}": v for k, v in summary.items()})
         wandb.write(trainer.cost, {f"eval/{k}": v for k, v in summary.items()})

@@ -18,6 +18,7 @@ from ..config.sections import default_config
 from ..model import ActorCritic
 from ..model.normalizer import RunningNormalizer
 from .distributed import Ranks, owned_samples
+from .optim import set_learning_rate
 from .segment import Segment
 
 LR_SCHEDULES = ("constant", "linear", "adaptive")
@@ -177,8 +178,7 @@ class PPO:
     def set_lr(self, lr: float) -> None:
         """The learning rate from now on (a schedule may change it at the next update)."""
         self.lr = lr
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
+        set_learning_rate([self.optimizer], lr)
 
     def state_dict(self) -> dict[str, Any]:
         """Optimizer moments, the lr where the schedule stands, the minibatch shuffling generator."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import numpy as np
+import torch
 
 
 class SumTree:
@@ -171,15 +172,17 @@ class ReplayBuffer:
         self.tree.update(slots, priorities ** self.alpha)
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything (the transitions included: it can be large) for a checkpoint."""
-        return {"arrays": dict(self.arrays), "cursor": self.cursor, "size": self.size, "max_priority": self.max_priority,
-                "tree": self.tree.tree.copy() if self.tree is not None else None,
+        """Everything (the transitions included: it can be large) for a checkpoint, arrays as CPU tensors (a
+        checkpoint loads with ``weights_only``)."""
+        return {"arrays": {name: torch.from_numpy(array) for name, array in self.arrays.items()},
+                "cursor": self.cursor, "size": self.size, "max_priority": self.max_priority,
+                "tree": torch.from_numpy(self.tree.tree.copy()) if self.tree is not None else None,
                 "random": self.random.bit_generator.state}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.arrays = {name: np.array(value) for name, value in state["arrays"].items()}
+        self.arrays = {name: torch.as_tensor(value).numpy().copy() for name, value in state["arrays"].items()}
         self.cursor, self.size = int(state["cursor"]), int(state["size"])
         self.max_priority = float(state["max_priority"])
         if self.tree is not None and state["tree"] is not None:
-            self.tree.tree = np.array(state["tree"])
+            self.tree.tree = torch.as_tensor(state["tree"]).numpy().copy()
         self.random.bit_generator.state = state["random"]

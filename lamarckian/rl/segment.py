@@ -25,6 +25,8 @@ class Segment:
         version: the oldest weight version that acted in it (staleness = learner version − this).
         steps: env steps it accounts for (beyond T × L when frames are skipped).
         results: the episodes that finished while it was recorded.
+        next_observations: ``[T, L, ...]``, the observation after each step (the episode's last one where a time
+            limit cut it), for the off-policy learners' replay; None for the on-policy ones.
     """
 
     observations: Any
@@ -38,11 +40,15 @@ class Segment:
     version: int
     steps: int = 0
     results: list[EpisodeResult] = dataclasses.field(default_factory=list)
+    next_observations: Any = None
 
     def to_wire(self) -> dict[str, Any]:
         """Arrays and plain data for the RPC layer (arrays travel as raw frames)."""
-        return {**{name: getattr(self, name) for name in ARRAYS}, "version": int(self.version),
+        wire = {**{name: getattr(self, name) for name in ARRAYS}, "version": int(self.version),
                 "steps": int(self.steps), "results": [r.to_wire() for r in self.results]}
+        if self.next_observations is not None:
+            wire["next_observations"] = self.next_observations
+        return wire
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> "Segment":
@@ -52,11 +58,12 @@ class Segment:
         missing = [name for name in (*ARRAYS, "version", "steps", "results") if name not in data]
         if missing:
             raise ValueError(f"segment without {', '.join(missing)}")
-        bad = [name for name in ARRAYS if not isinstance(data[name], np.ndarray)]
+        bad = [name for name in (*ARRAYS, "next_observations") if name in data and not isinstance(data[name], np.ndarray)]
         if bad:
             raise ValueError(f"segment fields {', '.join(bad)} are not arrays")
         return cls(**{name: data[name] for name in ARRAYS}, version=int(data["version"]), steps=int(data["steps"]),
-                   results=[EpisodeResult.from_wire(r) for r in data["results"]])
+                   results=[EpisodeResult.from_wire(r) for r in data["results"]],
+                   next_observations=data.get("next_observations"))
 
 
 class Lane:
@@ -65,9 +72,14 @@ class Lane:
     A step is recorded in two halves: ``decide`` (observation, action, log-probability, value, weight
     version) and ``outcome`` (reward, episode end). ``final_value`` is the value of the last observation of an
     episode cut by a time limit (to bootstrap from), 0 otherwise.
+
+    Args:
+        keep_next: also cut ``next_observations`` (the off-policy learners' replay needs them).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, keep_next: bool = False) -> None:
+        self.keep_next = keep_next
+        self.final_observations: dict[int, np.ndarray] = {}    # step index in the lane → its episode's last observation
         self.observations: list[np.ndarray] = []
         self.actions: list[np.ndarray] = []
         self.log_probs: list[float] = []
@@ -91,8 +103,12 @@ class Lane:
         self.truncated.append(truncated)
         self.final_values.append(0.0)
 
-    def set_final_value(self, value: float) -> None:
+    def set_final(self, value: float, observation: np.ndarray) -> None:
+        """The value and (kept with ``keep_next``) the observation after the last step, its episode cut by a time
+        limit."""
         self.final_values[-1] = value
+        if self.keep_next:
+            self.final_observations[len(self.rewards) - 1] = observation
 
     def ready(self, length: int) -> bool:
         """``length`` complete steps and the value of the observation after them."""
@@ -111,6 +127,11 @@ class Lane:
             "final_values": np.asarray(self.final_values[:length], np.float32),
             "version": min(self.versions[:length]),
         }
+        if self.keep_next:
+            following = [self.final_observations.pop(t, None) for t in range(length)]
+            part["next_observations"] = np.stack([self.observations[t + 1] if following[t] is None else following[t]
+                                                  for t in range(length)])
+            self.final_observations = {t - length: o for t, o in self.final_observations.items()}
         for name in ("observations", "actions", "log_probs", "values", "versions", "rewards", "dones", "truncated",
                      "final_values"):
             del getattr(self, name)[:length]
@@ -119,5 +140,7 @@ class Lane:
 
 def stack_lanes(parts: list[dict[str, Any]], steps: int, results: list[EpisodeResult]) -> Segment:
     """Lane parts ``[T]`` side by side as one segment ``[T, L]``; ``version`` is the oldest."""
+    following = np.stack([p["next_observations"] for p in parts], axis=1) if "next_observations" in parts[0] else None
     return Segment(**{name: np.stack([p[name] for p in parts], axis=1) for name in ARRAYS},
-                   version=min(p["version"] for p in parts), steps=steps, results=results)
+                   version=min(p["version"] for p in parts), steps=steps, results=results,
+                   next_observations=following)

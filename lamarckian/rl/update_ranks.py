@@ -53,7 +53,7 @@ def learner_network(config: Mapping[str, Any]) -> tuple[torch.nn.Module, int]:
     probe = create_mdp(config["mdp"], seed=config["seed"])
     try:
         with seeded(config["seed"]):
-            return build_model(probe, config["model"]).to(learner_device(config)), len(probe)
+            return build_model(probe, config).to(learner_device(config)), len(probe)
     finally:
         probe.close()
 

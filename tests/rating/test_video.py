@@ -82,7 +82,7 @@ def saved_checkpoint(folder: Path, config: dict) -> Path:
     """A checkpoint of a fresh network for ``config``'s MDP (what evaluate.py reads of a train.py run)."""
     mdp = create_mdp(config["mdp"], seed=0)
     torch.manual_seed(1)
-    model = build_model(mdp, config["model"])
+    model = build_model(mdp, config)
     mdp.close()
     Checkpoints(folder).save(7, {"model": model.state_dict(), "iteration": 7, "cost": 700, "elapsed": 1.0})
     return folder
