@@ -45,9 +45,9 @@ TASKS = {
     "dqn-cartpole": Task("CartPole-v1", "mdp/gym/cartpole.yml", "rl/dqn.yml", 475.0, "DQN", dict(
         learning_rate=2.3e-3, batch_size=64, buffer_size=100000, learning_starts=1000, gamma=0.99,
         target_update_interval=10, train_freq=256, gradient_steps=128, exploration_fraction=0.16,
-        exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256])), 1000),
+        exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256])), 500),
     "sac-pendulum": Task("Pendulum-v1", "mdp/gym/pendulum.yml", "rl/sac.yml", -200.0, "SAC",
-                         dict(learning_rate=1e-3), 1000),
+                         dict(learning_rate=1e-3), 200),
     "sac-halfcheetah": Task("HalfCheetah-v5", "mdp/gym/halfcheetah.yml", "rl/sac.yml", None, "SAC",
                             dict(learning_starts=10000), 10000),
 }

@@ -18,7 +18,7 @@ class CsvLog:
                 self.columns = next(csv.reader(stream), None)
 
     def write(self, row: Mapping[str, float | int | str]) -> None:
-        new = self.columns is None
+        new = self.columns is None or not self.path.is_file()     # -D may have deleted it since it was opened
         if new:
             self.columns = list(row)
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -174,3 +174,14 @@ def test_a_missing_optional_package_is_one_line_naming_it(tmp_path):
     assert completed.returncode == 2, completed.stderr[-2000:]
     assert completed.stderr.strip() == ("train.py: error: mdp.gym.id=HalfCheetah-v5 needs the Python package "
                                         "'imageio', which is not installed: pip install 'lamarckian[mujoco]'")
+
+
+def test_a_csv_log_deleted_under_it_starts_again_with_a_header(tmp_path):
+    from lamarckian.record.table import CsvLog, read_rows
+
+    path = tmp_path / "evaluations.csv"
+    CsvLog(path).write({"time": 1.0, "cost": 10})
+    log = CsvLog(path)                      # opened on the old file (train.py -D then deletes the run directory)
+    path.unlink()
+    log.write({"time": 2.0, "evaluating": 0.5, "cost": 20})
+    assert read_rows(path) == [{"time": 2.0, "evaluating": 0.5, "cost": 20.0}]
