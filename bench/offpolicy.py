@@ -5,7 +5,7 @@ Ours: ``train.py -c mdp/gym.yml mdp/gym/<task>.yml rl/<dqn|sac>.yml`` in a subpr
 start-up excluded; evaluations of 5 deterministic episodes every ``--eval-seconds``).
 stable-baselines3 (``pip install stable-baselines3``, for this benchmark only) with rl-baselines3-zoo's tuned
 hyper-parameters (hyperparams/dqn.yml CartPole-v1, hyperparams/sac.yml Pendulum-v1 and HalfCheetah-v3, as of
-zoo 2.x), its own thread count; its clock starts in ``learn()`` (evaluations of 5 deterministic episodes every
+zoo 2.x), its own thread count; ours with our tuned values where a task has them (``Task.ours``, printed); its clock starts in ``learn()`` (evaluations of 5 deterministic episodes every
 ``eval_steps`` env steps). The ratio compares training seconds, each side's evaluation time taken out (their
 cadences differ); the times with evaluations are printed beside.
 
@@ -36,19 +36,20 @@ class Task:
     task_file: str
     learner: str
     threshold: float | None      # None: report the return reached within the limit
+    ours: tuple[str, ...]         # our settings for the task beyond the learner's file (-m edits)
     sb3: str
     hyper: dict[str, Any]         # rl-baselines3-zoo's values
     eval_steps: int               # SB3 evaluates every this many env steps
 
 
 TASKS = {
-    "dqn-cartpole": Task("CartPole-v1", "mdp/gym/cartpole.yml", "rl/dqn.yml", 475.0, "DQN", dict(
+    "dqn-cartpole": Task("CartPole-v1", "mdp/gym/cartpole.yml", "rl/dqn.yml", 475.0, (), "DQN", dict(
         learning_rate=2.3e-3, batch_size=64, buffer_size=100000, learning_starts=1000, gamma=0.99,
         target_update_interval=10, train_freq=256, gradient_steps=128, exploration_fraction=0.16,
         exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256])), 500),
-    "sac-pendulum": Task("Pendulum-v1", "mdp/gym/pendulum.yml", "rl/sac.yml", -200.0, "SAC",
-                         dict(learning_rate=1e-3), 200),
-    "sac-halfcheetah": Task("HalfCheetah-v5", "mdp/gym/halfcheetah.yml", "rl/sac.yml", None, "SAC",
+    "sac-pendulum": Task("Pendulum-v1", "mdp/gym/pendulum.yml", "rl/sac.yml", -200.0,
+                         ("train.lr=0.002", "rl.sac.policy_delay=2"), "SAC", dict(learning_rate=1e-3), 200),
+    "sac-halfcheetah": Task("HalfCheetah-v5", "mdp/gym/halfcheetah.yml", "rl/sac.yml", None, (), "SAC",
                             dict(learning_starts=10000), 10000),
 }
 
@@ -79,6 +80,9 @@ def run_sb3(task: Task, seed: int, limit: float) -> dict[str, Any]:
             return now - started - evaluating[0] < limit
 
     model.learn(total_timesteps=10**9, callback=Watch())
+    if task.threshold is None:          # the return reached at the end, as our run's final evaluation gives it
+        mean = evaluate_policy(model, evaluation_env, n_eval_episodes=5, deterministic=True)[0]
+        curve.append((time.monotonic() - started, evaluating[0], model.num_timesteps, float(mean)))
     reached = next((row for row in curve if task.threshold is not None and row[3] >= task.threshold), None)
     return {"seconds": reached[0] if reached else float("nan"),
             "training": reached[0] - reached[1] if reached else float("nan"),
@@ -91,7 +95,7 @@ def run_ours(task: Task, seed: int, limit: float, eval_seconds: float) -> dict[s
     threshold = task.threshold if task.threshold is not None else float("inf")
     with tempfile.TemporaryDirectory() as folder:
         result = run(task.task_file, threshold, seed, limit, Path(folder) / "run", task.learner,
-                     (f"evaluator.interval={eval_seconds}", "evaluator.episodes=5"))
+                     (f"evaluator.interval={eval_seconds}", "evaluator.episodes=5", *task.ours))
     returns = [fitness for _, fitness in result["curve"]]
     return {**result, "final": returns[-1] if returns else float("nan"), "best": max(returns, default=float("nan"))}
 
@@ -114,6 +118,8 @@ def main() -> None:
     summary = []
     for name in args.tasks:
         task = TASKS[name]
+        print(f"# {name}: ours -c mdp/gym.yml {task.task_file} {task.learner} -m {' '.join(task.ours) or '(nothing)'}; "
+              f"SB3 {task.sb3} {task.hyper}")
         results: dict[str, list[dict[str, Any]]] = {"ours": [], "sb3": []}
         for seed in args.seeds:
             for who in ("ours", "sb3"):

@@ -257,6 +257,7 @@ class SACSettings(Section):
 
     critics: int
     target_critics: int
+    policy_delay: int
     tau: float
     alpha: float
     learn_alpha: bool
@@ -264,7 +265,7 @@ class SACSettings(Section):
 
     def __post_init__(self) -> None:
         _require(self, critics=self.critics >= 1, target_critics=1 <= self.target_critics <= self.critics,
-                 tau=0 < self.tau <= 1, alpha=self.alpha > 0)
+                 policy_delay=self.policy_delay >= 1, tau=0 < self.tau <= 1, alpha=self.alpha > 0)
 
 
 #: the sections of this layer, built (and so checked) by ``load()``

@@ -4,9 +4,9 @@ An :class:`MDP` describes its players, and ``mdp.reset(*players)`` starts an epi
 controllers of the requested players and the ``ticks``, coroutines that advance the environment (players not
 requested are driven by the MDP's own rule, if it has one). A player's loop is::
 
-    while not controller.done:
+    while await controller.ready():       # turn-based games: waits for the player's turn; False once done
         action = await policy(controller.get_state())
-        await controller(action)
+        await controller(action)          # returns when the environment (and the others' moves) advanced
         reward = controller.get_reward()
     result = controller.get_result()      # {"fitness": ..., "win": ..., "objectives": {...}}
 """
@@ -40,6 +40,11 @@ class Controller(abc.ABC):
     @abc.abstractmethod
     async def __call__(self, action: Any) -> None:
         """Submit an action; returns once the environment has advanced."""
+
+    async def ready(self) -> bool:
+        """Wait until this player is to act (turn-based games; at once in simultaneous ones) and say whether the
+        episode goes on for it (not :attr:`done`)."""
+        return not self.done
 
     @abc.abstractmethod
     def get_reward(self) -> float:

@@ -32,9 +32,10 @@ def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None) -> MDP:
         return GymMDP(gym["id"], gym.get("kwargs"), preprocess=gym.get("preprocess"),
                       frame_stack=gym.get("frame_stack") or 1, seed=seed)
     if kind == "pettingzoo":
-        from .pettingzoo import ParallelMDP
+        from .pettingzoo import pettingzoo_mdp
 
-        return ParallelMDP(mdp_config["pettingzoo"]["module"], mdp_config["pettingzoo"].get("kwargs"), seed=seed)
+        settings = mdp_config["pettingzoo"]
+        return pettingzoo_mdp(settings["module"], settings.get("kwargs"), settings.get("rule", "random"), seed=seed)
     raise ValueError(f"mdp.create={kind!r}: expected one of {KINDS}")
 
 

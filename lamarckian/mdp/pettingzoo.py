@@ -1,4 +1,5 @@
-"""PettingZoo parallel environments as simultaneous-move MDPs (one seat per possible agent)."""
+"""PettingZoo environments: parallel ones as simultaneous-move MDPs (one seat per possible agent), AEC (turn-based)
+ones through :mod:`.turns`."""
 
 from __future__ import annotations
 
@@ -9,8 +10,26 @@ import numpy as np
 
 from .base import PlayerSpec
 from .simultaneous import SimultaneousMDP
+from .turns import TurnMDP
 
 ALLOWED_PREFIX = "pettingzoo."
+
+
+def pettingzoo_mdp(module: str, kwargs: dict[str, Any] | None = None, rule: str = "random",
+                   seed: int | None = None) -> SimultaneousMDP | TurnMDP:
+    """The game of ``mdp.pettingzoo.module``: its ``parallel_env`` as a :class:`ParallelMDP` where it has one, else
+    its AEC ``env`` as a turn-based :class:`~.turns.TurnMDP` (seats nobody controls follow ``rule``)."""
+    if not module.startswith(ALLOWED_PREFIX):
+        raise ValueError(f"mdp.pettingzoo.module={module!r}: must be a module under {ALLOWED_PREFIX}")
+    try:
+        imported = importlib.import_module(module)
+    except ImportError as error:
+        raise ValueError(f"mdp.pettingzoo.module={module!r}: {error}") from None
+    if hasattr(imported, "parallel_env"):
+        return ParallelMDP(module, kwargs, seed)
+    if not hasattr(imported, "env"):
+        raise ValueError(f"mdp.pettingzoo.module={module!r} has neither parallel_env() nor env()")
+    return TurnMDP(imported.env(**(kwargs or {})), rule, seed)
 
 
 class ParallelMDP(SimultaneousMDP):

@@ -21,6 +21,9 @@ class ControllerWrapper(Controller):
     async def __call__(self, action: Any) -> None:
         await self.controller(action)
 
+    async def ready(self) -> bool:
+        return await self.controller.ready()
+
     def get_reward(self) -> float:
         return self.controller.get_reward()
 

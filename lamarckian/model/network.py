@@ -19,6 +19,7 @@ from .observation import ObservationBatcher
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "silu": nn.SiLU}
 BOUNDS = ("clip", "tanh")
+ILLEGAL = -1e9   # the logit of a masked action: exp() is 0, and 0 × ILLEGAL keeps entropies finite
 
 
 @contextlib.contextmanager
@@ -109,6 +110,10 @@ class ActorCritic(nn.Module):
         self.value_normalizer = RunningNormalizer(())
         self.actor_encoder, width = build_encoder(self.batcher, settings)
         self.critic_encoder = self.actor_encoder if settings.shared else build_encoder(self.batcher, settings)[0]
+        self.mask = self.batcher.mask
+        if self.mask is not None and not isinstance(action_space, gymnasium.spaces.Discrete):
+            raise ValueError(f"the observations carry an action_mask but the action space {action_space} is not "
+                             "discrete: masks apply to categorical actions only")
         if isinstance(action_space, gymnasium.spaces.Discrete):
             self.discrete = True
             self.policy_head = init_layer(nn.Linear(width, int(action_space.n)), 0.01)
@@ -129,11 +134,16 @@ class ActorCritic(nn.Module):
         return observation
 
     def outputs(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Policy head output ``(N, A)`` (logits, or Gaussian means) and the critic's normalized value ``(N,)``."""
+        """Policy head output ``(N, A)`` (logits, or Gaussian means) and the critic's normalized value ``(N,)``.
+        Where the observation carries an action mask, illegal actions' logits are :data:`ILLEGAL` (probability 0 in
+        sampling, never the argmax while a legal action exists, no entropy)."""
         x = self.prepare(observation)
         features = self.actor_encoder(x)
         critic_features = features if self.settings.shared else self.critic_encoder(x)
-        return self.policy_head(features), self.value_head(critic_features).squeeze(-1)
+        out = self.policy_head(features)
+        if self.mask is not None:
+            out = out.masked_fill(observation[..., self.mask] < 0.5, ILLEGAL)
+        return out, self.value_head(critic_features).squeeze(-1)
 
     def forward(self, observation: torch.Tensor) -> tuple[torch.distributions.Distribution, torch.Tensor]:
         out, value = self.outputs(observation)

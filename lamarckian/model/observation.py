@@ -46,6 +46,18 @@ class ObservationBatcher:
         self.plain_box = isinstance(space, gymnasium.spaces.Box) and not self.image
 
     @property
+    def mask(self) -> slice | None:
+        """Where a dict observation's ``action_mask`` (1: legal) lies in the flat vector; None without one."""
+        if not isinstance(self.space, gymnasium.spaces.Dict) or "action_mask" not in self.space.spaces:
+            return None
+        start = 0
+        for key, space in self.space.spaces.items():
+            if key == "action_mask":
+                return slice(start, start + flat_size(space))
+            start += flat_size(space)
+        return None
+
+    @property
     def shape(self) -> tuple[int, ...]:
         """Shape of one batched sample."""
         if self.image:

@@ -107,7 +107,7 @@ async def _episode(mdp: MDP, models: Sequence[ActorCritic], names: Sequence[str]
         async def play(seat: int) -> None:
             nonlocal steps
             controller, model = episode.controllers[seat], models[seat]
-            while not controller.done:
+            while await controller.ready():
                 batch = torch.from_numpy(model.batcher([controller.get_state()]))
                 action = model.act(batch, deterministic=True)[0][0].numpy()
                 await controller(model.env_action(action))

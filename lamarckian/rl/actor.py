@@ -202,7 +202,7 @@ class Actor:
         batcher = self.model.batcher
         self.inference.register()
         try:
-            while not controller.done:
+            while await controller.ready():
                 observation = batcher.convert(controller.get_state())
                 action, log_prob, value = await self.inference.act(self.policy, observation, slot)
                 lane.decide(observation, action, log_prob, value, self.version)
@@ -225,7 +225,7 @@ class Actor:
         inference.register()
         steps = 0
         try:
-            while not controller.done:
+            while await controller.ready():
                 if max_steps and steps >= max_steps:
                     return True
                 observation = model.batcher.convert(controller.get_state())

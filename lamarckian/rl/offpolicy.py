@@ -127,15 +127,17 @@ class OffPolicyLearner(Learner):
     def _train(self, updates: int) -> dict[str, float]:
         """``updates`` gradient steps on batches drawn from the buffer (priorities renewed); their mean statistics."""
         totals: dict[str, torch.Tensor] = {}
+        counts: dict[str, int] = {}
         for _ in range(updates):
             batch, slots, weights = self.replay.sample(self.replay_settings.batch)
             tensors = {name: torch.from_numpy(array).to(self.device) for name, array in batch.items()}
             errors, stats = self.algorithm.update(tensors, torch.from_numpy(weights).to(self.device))
             if self.replay.tree is not None:
                 self.replay.update_priorities(slots, errors.cpu().numpy())
-            for name, value in stats.items():
+            for name, value in stats.items():       # some statistics are not every update's (SAC's policy delay)
                 totals[name] = totals[name] + value if name in totals else value
-        return {name: float(total) / updates for name, total in totals.items()}
+                counts[name] = counts.get(name, 0) + 1
+        return {name: float(total) / counts[name] for name, total in totals.items()}
 
     def step(self) -> dict[str, float]:
         """One iteration: store what arrived, update, broadcast weights (and ε). Returns its statistics."""

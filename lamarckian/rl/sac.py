@@ -63,24 +63,25 @@ class SAC:
         targets = self._targets(batch, alpha)
         values = self.critics(observations, batch["actions"])
         critic_loss = 0.5 * (weights * (values - targets).square()).mean(1).sum()
-        actions, log_probs = self.policy.sample(observations)
-        judged = self.critics(observations, actions)
-        judged = judged.mean(0) if self.settings.target_critics < self.settings.critics else judged.min(0).values
-        policy_loss = (alpha * log_probs - judged).mean()
         self.optimizer.zero_grad(set_to_none=True)
-        policy_loss.backward(inputs=self.groups[0])     # the critics' gradients come from their own loss only
+        stats = {"loss": critic_loss.detach(), "alpha": alpha, "q": values.detach().mean()}
+        if self.updates % self.settings.policy_delay == 0:
+            actions, log_probs = self.policy.sample(observations)
+            judged = self.critics(observations, actions)
+            judged = judged.mean(0) if self.settings.target_critics < self.settings.critics else judged.min(0).values
+            policy_loss = (alpha * log_probs - judged).mean()
+            policy_loss.backward(inputs=self.groups[0])     # the critics' gradients come from their own loss only
+            if self.settings.learn_alpha:
+                (-(self.log_alpha * (log_probs.detach() + self.target_entropy)).mean()).backward(inputs=self.groups[2])
+            stats.update(policy_loss=policy_loss.detach(), entropy=-log_probs.detach().mean())
         critic_loss.backward(inputs=self.groups[1])
-        if self.settings.learn_alpha:
-            (-(self.log_alpha * (log_probs.detach() + self.target_entropy)).mean()).backward(inputs=self.groups[2])
         if self.grad_clip is not None:
             for group in self.groups[:2]:
                 nn.utils.clip_grad_norm_(group, self.grad_clip)
         self.optimizer.step()
         polyak(self.target_critics, self.critics, self.settings.tau)
         self.updates += 1
-        errors = values.detach().mean(0) - targets
-        return errors, {"loss": critic_loss.detach(), "policy_loss": policy_loss.detach(), "alpha": alpha,
-                        "q": values.detach().mean(), "entropy": -log_probs.detach().mean()}
+        return values.detach().mean(0) - targets, stats
 
     def set_lr(self, lr: float) -> None:
         self.lr = lr

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from lamarckian.config import load
-from lamarckian.config.sections import DQNSettings
+from lamarckian.config.sections import DQNSettings, SACSettings
 from lamarckian.model import ModelSettings
 from lamarckian.model.offpolicy import QNetwork, SquashedGaussianPolicy
 from lamarckian.rl.dqn import DQN
@@ -22,6 +22,7 @@ from lamarckian.rl.inference import EpsilonGreedy
 from lamarckian.rl.learner import fleet_learner
 from lamarckian.rl.loop import TrainingLoop
 from lamarckian.rl.offpolicy import OffPolicyLearner
+from lamarckian.rl.sac import SAC
 from lamarckian.rl.segment import Lane
 from lamarckian.train import main as train_main
 
@@ -52,6 +53,27 @@ def test_squashed_log_density_matches_a_monte_carlo_histogram():
     index = int(np.argmax(counts))
     histogram = counts[index] / (len(actions) * (edges[1] - edges[0]))
     assert abs(gaussian[bins == index].mean() / histogram - 1) > 0.2
+
+
+@pytest.mark.parametrize("critics, target_critics", [(2, 2), (10, 2)])      # twin critics, REDQ
+def test_sac_fits_its_critics_and_moves_the_temperature_towards_the_target_entropy(critics, target_critics):
+    torch.manual_seed(0)
+    policy = SquashedGaussianPolicy(gymnasium.spaces.Box(-1.0, 1.0, (3,)), gymnasium.spaces.Box(-2.0, 2.0, (2,)),
+                                    SETTINGS)
+    sac = SAC(policy, SETTINGS, SACSettings.defaults(critics=critics, target_critics=target_critics, tau=0.05), 3e-3,
+              None)
+    batch = {"observations": torch.randn(64, 3), "actions": torch.rand(64, 2) * 2 - 1, "returns": torch.randn(64),
+             "next_observations": torch.randn(64, 3), "bootstraps": torch.full((64,), 0.9)}
+    losses = [float(sac.update(batch, torch.ones(64))[1]["loss"]) for _ in range(300)]
+    assert np.mean(losses[-20:]) < 0.5 * np.mean(losses[:20])
+    entropy = float(sac.update(batch, torch.ones(64))[1]["entropy"])
+    # the temperature falls while the policy's entropy is above the target (−2) and rises below it
+    assert (float(sac.log_alpha.detach()) < 0) == (entropy > sac.target_entropy)
+    state = sac.state_dict()
+    copy_ = SAC(policy, SETTINGS, SACSettings.defaults(critics=critics, target_critics=target_critics), 3e-3, None)
+    copy_.load_state_dict(state)
+    assert torch.equal(copy_.critics(batch["observations"], batch["actions"]),
+                       sac.critics(batch["observations"], batch["actions"]))
 
 
 def test_double_dqn_target_and_hard_target_copies_by_hand():
