@@ -1,6 +1,7 @@
-"""Time and env steps for train.py to solve CartPole-v1 (eval return >= 475) and Pendulum-v1 (>= -200).
+"""Time and env steps for train.py to solve CartPole-v1 (eval return >= 475) and Pendulum-v1 (>= -200) with PPO, and
+CartPole-v1 with A3C.
 
-Runs the seed's commands (`python train.py -c mdp/gym.yml mdp/gym/<task>.yml rl/ppo.yml`) once per seed as
+Runs the seed's commands (`python train.py -c mdp/gym.yml mdp/gym/<task>.yml rl/<ppo|a3c>.yml`) once per seed as
 subprocesses, reads each run's evaluations.csv, and prints per task the median over seeds of: training
 seconds to the first evaluation at the threshold (the learner's clock, Ray start-up excluded), env steps to
 it, and the whole process wall time (start-up included). Draws the learning curves to --plot.
@@ -24,7 +25,9 @@ sys.path.insert(0, str(REPOSITORY))
 
 from lamarckian.record import read_rows  # noqa: E402
 
-TASKS = {"CartPole-v1": ("mdp/gym/cartpole.yml", 475.0), "Pendulum-v1": ("mdp/gym/pendulum.yml", -200.0)}
+TASKS = {"CartPole-v1": ("mdp/gym/cartpole.yml", 475.0, "rl/ppo.yml"),
+         "Pendulum-v1": ("mdp/gym/pendulum.yml", -200.0, "rl/ppo.yml"),
+         "CartPole-v1 A3C": ("mdp/gym/cartpole.yml", 475.0, "rl/a3c.yml")}
 
 
 def run(task_file: str, threshold: float, seed: int, limit: float, root: Path, learner: str = "rl/ppo.yml",
@@ -75,22 +78,22 @@ def main() -> None:
     args = parser.parse_args()
     print(f"# {time.strftime('%Y-%m-%d')} {platform.node()} {platform.processor() or platform.machine()}, "
           f"seeds {args.seeds}")
-    print(f"{'task':<13} {'seed':>4} {'train s':>8} {'env steps':>10} {'wall s':>7}")
+    print(f"{'task':<16} {'seed':>4} {'train s':>8} {'env steps':>10} {'wall s':>7}")
     curves: dict[str, list] = {}
     summary = []
     for task in args.tasks:
-        task_file, threshold = TASKS[task]
+        task_file, threshold, learner = TASKS[task]
         results = []
         for seed in args.seeds:
             with tempfile.TemporaryDirectory() as folder:
-                result = run(task_file, threshold, seed, args.limit, Path(folder) / "run")
+                result = run(task_file, threshold, seed, args.limit, Path(folder) / "run", learner)
             results.append(result)
             curves.setdefault(task, []).append((seed, result["curve"]))
-            print(f"{task:<13} {seed:>4} {result['seconds']:>8.1f} {result['steps']:>10.0f} {result['wall']:>7.1f}",
+            print(f"{task:<16} {seed:>4} {result['seconds']:>8.1f} {result['steps']:>10.0f} {result['wall']:>7.1f}",
                   flush=True)
         medians = {key: statistics.median(r[key] for r in results) for key in ("seconds", "steps", "wall")}
         solved = sum(r["seconds"] == r["seconds"] for r in results)
-        summary.append(f"{task:<13} median {medians['seconds']:.1f} s training, {medians['steps']:.0f} env steps, "
+        summary.append(f"{task:<16} median {medians['seconds']:.1f} s training, {medians['steps']:.0f} env steps, "
                        f"{medians['wall']:.1f} s wall (solved {solved}/{len(results)}; threshold {threshold})")
     print("\n".join(summary))
     if args.plot:

@@ -15,20 +15,21 @@ from ..model import ActorCritic, ModelSettings, load_blob
 from ..model.network import seeded
 from ..model.offpolicy import QNetwork, SquashedGaussianPolicy
 from ..model.stacked import StackedPolicies
+from .a3c import segment_gradient
 from .inference import BatchedInference, EpsilonGreedy, Policy, PopulationPolicy, Server
 from .results import NONE, POOL, RULE, SELF, EpisodeResult, pairwise_scores
 from .segment import Lane, stack_lanes
 
-ALGORITHMS = ("ppo", "dqn", "sac")
+ALGORITHMS = ("ppo", "a3c", "dqn", "sac")
 
 
 def build_model(mdp: MDP, config: Mapping[str, Any]) -> torch.nn.Module:
-    """The acting network of ``rl.algorithm`` for seat 0 of ``mdp`` (every seat must share spaces): PPO's
+    """The acting network of ``rl.algorithm`` for seat 0 of ``mdp`` (every seat must share spaces): PPO's and A3C's
     :class:`ActorCritic`, DQN's :class:`QNetwork`, SAC's :class:`SquashedGaussianPolicy`."""
     spec = mdp.describe()[0]
     settings = ModelSettings.from_mapping(config["model"])
     algorithm = config["rl"]["algorithm"]
-    if algorithm == "ppo":
+    if algorithm in ("ppo", "a3c"):
         return ActorCritic(spec.observation, spec.action, settings)
     if algorithm == "dqn":
         return QNetwork(spec.observation, spec.action, settings, DQNSettings.from_config(config).dueling)
@@ -94,7 +95,8 @@ class Actor:
         self.population: StackedPolicies | None = None
         if pool is not None:
             self.set_pool(*pool)
-        self.off_policy = config["rl"]["algorithm"] != "ppo"
+        self.config, self.algorithm = config, config["rl"]["algorithm"]
+        self.off_policy = self.algorithm in ("dqn", "sac")
         if config["rl"]["algorithm"] == "dqn":     # ε-greedy, ε per lane (Ape-X), set by the learner
             epsilon = EpsilonSettings.from_config(config)
             lanes = (index % sample.actors) * self.envs, sample.actors * self.envs
@@ -156,6 +158,10 @@ class Actor:
         self.loop.run_until_complete(self.ready)
         segment = stack_lanes([lane.take(self.truncation) for lane in self.lanes], self.steps, self.results)
         self.results, self.steps = [], 0
+        if self.algorithm == "a3c":       # the gradient of the segment instead of the segment
+            gradient, loss = segment_gradient(self.model, segment, self.config)
+            return {"gradient": gradient, "loss": loss, "version": segment.version, "steps": segment.steps,
+                    "results": [r.to_wire() for r in segment.results]}
         return segment.to_wire()
 
     def _on_slot_done(self, task: asyncio.Task) -> None:

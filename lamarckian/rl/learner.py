@@ -38,9 +38,15 @@ log = logging.getLogger(__name__)
 
 
 def fleet_learner(config: Mapping[str, Any]) -> "Learner":
-    """The actor-fleet learner of ``rl.algorithm``: :class:`Learner` (PPO) or the replay learner of DQN and SAC."""
-    if config["rl"]["algorithm"] == "ppo":
+    """The actor-fleet learner of ``rl.algorithm``: :class:`Learner` (PPO, IMPALA), the gradient learner of A3C or
+    the replay learner of DQN and SAC."""
+    algorithm = config["rl"]["algorithm"]
+    if algorithm == "ppo":
         return Learner(config)
+    if algorithm == "a3c":
+        from .gradient_learner import A3CLearner
+
+        return A3CLearner(config)
     from .offpolicy import OffPolicyLearner
 
     return OffPolicyLearner(config)
@@ -312,7 +318,8 @@ class Learner(Trainer):
 
     def status(self, stats: Mapping[str, float]) -> dict[str, str]:
         fields = {"return": f"{self.training.get('return', math.nan):.3g}", "kl": f"{stats.get('kl', math.nan):.3g}",
-                  "lr": f"{self.ppo.lr:.2g}", "stale": f"{stats.get('staleness', 0.0):.2f}"}
+                  "lr": f"{self.ppo.lr:.2g}",
+                  "stale": f"{stats.get('staleness', 0.0):.2f}/{stats.get('staleness_max', 0.0):.0f}"}
         latest = self.evaluator.latest
         if latest.get("episodes"):
             fields["eval"] = f"{latest['fitness']:.3g}"

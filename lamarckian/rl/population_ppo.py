@@ -76,6 +76,9 @@ class PopulationPPO:
         if any(shape != shapes[0] for shape in shapes):
             raise ValueError("a vectorized population needs members of one architecture (model section)")
         self.models, self.settings, self.count = list(models), shared_settings(settings), len(models)
+        if self.settings.objective != "clip":
+            raise ValueError(f"rl.ppo.objective={self.settings.objective}: a vectorized population trains with PPO's "
+                             "clipped objective")
         device = next(models[0].parameters()).device
         losses = [_Loss(model, self.settings) for model in models]
         parameters, self.buffers = stack_module_state(losses)

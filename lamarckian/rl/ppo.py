@@ -22,6 +22,7 @@ from .optim import set_learning_rate
 from .segment import Segment
 
 LR_SCHEDULES = ("constant", "linear", "adaptive")
+OBJECTIVES = ("clip", "vtrace")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,10 +46,13 @@ class PPOSettings:
     grad_clip: float | None
     rho: float
     max_staleness: int
+    objective: str
 
     def __post_init__(self) -> None:
         if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"train.lr_schedule={self.lr_schedule!r}: expected one of {LR_SCHEDULES}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"rl.ppo.objective={self.objective!r}: expected one of {OBJECTIVES}")
         if self.epochs < 1 or self.minibatches < 1:
             raise ValueError("rl.ppo.epochs and rl.ppo.minibatches must be at least 1")
 
@@ -63,7 +67,7 @@ class PPOSettings:
                    normalize_advantage=ppo["normalize_advantage"], critic=weights["critic"],
                    entropy=weights["entropy"], lr=train["lr"], lr_schedule=train["lr_schedule"],
                    lr_horizon=train["lr_horizon"], kl_target=ppo["kl_target"], grad_clip=train.get("grad_clip"),
-                   rho=ppo["rho"], max_staleness=ppo["max_staleness"])
+                   rho=ppo["rho"], max_staleness=ppo["max_staleness"], objective=ppo["objective"])
 
     @classmethod
     def defaults(cls, device_type: str = "cpu", **changes: Any) -> "PPOSettings":
@@ -96,6 +100,16 @@ def vtrace_advantages(rewards: torch.Tensor, values: torch.Tensor, dones: torch.
         running = deltas[t] + discount * traces[t] * continues[t] * running
         advantages[t] = running
     return advantages, advantages + values[:-1]
+
+
+def vtrace_policy_advantages(rewards: torch.Tensor, values: torch.Tensor, targets: torch.Tensor, dones: torch.Tensor,
+                             truncated: torch.Tensor, final_values: torch.Tensor, discount: float) -> torch.Tensor:
+    """IMPALA's policy-gradient advantages ``[T, L]``: ``r_t + γ v_{t+1} − V(x_t)`` with ``v`` the V-trace targets
+    (``targets [T, L]``; the segment's last step bootstraps from ``values[T]``, an episode cut by a time limit from
+    its last observation's value, a terminated one from 0). ``values``: ``[T + 1, L]`` in reward units."""
+    following = torch.cat([targets[1:], values[-1:]])
+    continues = 1.0 - dones.float()
+    return rewards + discount * (final_values * truncated + following * continues) - values[:-1]
 
 
 def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -146,6 +160,27 @@ def ppo_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PP
     with torch.no_grad():
         stats = {"loss/policy": policy_loss, "loss/value": value_loss, "entropy": entropy,
                  "kl": average((ratio - 1) - log_ratio), "clip_fraction": average(((ratio - 1).abs() > clip).float())}
+    return loss, stats
+
+
+def vtrace_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PPOSettings
+                ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """IMPALA's loss for one minibatch ``(n,)`` (Espeholt et al. 2018): the policy gradient weighted by the truncated
+    importance weights ``min(ρ̄, π/μ)`` (constants), the value regressed on the V-trace targets, the entropy bonus."""
+    distribution, value = model(batch["observations"])
+    log_prob = model.log_prob(distribution, batch["actions"])
+    log_ratio = log_prob - batch["log_probs"]
+    ratio = log_ratio.detach().exp()
+    advantages = batch["advantages"]
+    if settings.normalize_advantage and advantages.numel() > 1:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    policy_loss = -(ratio.clamp(max=settings.rho) * advantages * log_prob).mean()
+    value_loss = 0.5 * (value - batch["targets"]).square().mean()
+    entropy = model.entropy(distribution).mean()
+    loss = policy_loss + settings.critic * value_loss - settings.entropy * entropy
+    with torch.no_grad():
+        stats = {"loss/policy": policy_loss, "loss/value": value_loss, "entropy": entropy,
+                 "kl": ((ratio - 1) - log_ratio).mean(), "clip_fraction": (ratio > settings.rho).float().mean()}
     return loss, stats
 
 
@@ -215,9 +250,14 @@ class PPO:
             ratios = (log_prob.reshape(steps, lanes) - behaviour).exp()
             values = model.denormalize_value(normalized).reshape(steps, lanes)
             bootstrap = cat("values")[-1:]  # value of the observation after each segment, as the actor saw it
-            advantages, targets = vtrace_advantages(
-                cat("rewards"), torch.cat([values, bootstrap]), cat("dones"), cat("truncated").float(), cat("final_values"), ratios,
-                self.settings.discount, self.settings.gae, self.settings.rho)
+            rewards, dones, truncated, final_values = cat("rewards"), cat("dones"), cat("truncated").float(), \
+                cat("final_values")
+            advantages, targets = vtrace_advantages(rewards, torch.cat([values, bootstrap]), dones, truncated,
+                                                    final_values, ratios, self.settings.discount, self.settings.gae,
+                                                    self.settings.rho)
+            if self.settings.objective == "vtrace":
+                advantages = vtrace_policy_advantages(rewards, torch.cat([values, bootstrap]), targets, dones,
+                                                      truncated, final_values, self.settings.discount)
             explained = explained_variance(values, targets)
         if model.settings.normalize_value:
             self._fold(model.value_normalizer, targets.reshape(-1))
@@ -255,7 +295,8 @@ class PPO:
         result["lr"] = self.lr
         if not self.model.discrete:
             result["policy/std"] = float(self.model.log_std.detach().exp().mean())
-        result["staleness"] = float(staleness.mean())
+        result["staleness"] = float(staleness.mean())          # the policy lag: weight versions behind
+        result["staleness_max"] = float(staleness.max())
         result["samples"] = float(count * (self.ranks.size if self.ranks else 1))
         return result
 
@@ -278,7 +319,13 @@ class PPO:
                     mine, local = owned_samples(index, lanes, ranks)
                     index = local[mine]
                     scale = self._scale(batch["advantages"][index], size)
-                loss, stats = ppo_loss(self.model, {k: v[index] for k, v in batch.items()}, settings, scale=scale)
+                minibatch = {k: v[index] for k, v in batch.items()}
+                if settings.objective == "vtrace":
+                    if ranks is not None:
+                        raise ValueError("rl.ppo.objective=vtrace (IMPALA) updates on one process")
+                    loss, stats = vtrace_loss(self.model, minibatch, settings)
+                else:
+                    loss, stats = ppo_loss(self.model, minibatch, settings, scale=scale)
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 if ranks is not None:

@@ -58,6 +58,19 @@ def test_pbt_replaces_a_killed_learner_and_goes_on(ray_local, tmp_path):
 
 
 @pytest.mark.slow
+def test_pbt_searches_the_learning_rate_of_dqn(tmp_path):
+    completed = run_evolve(["-c", "mdp/gym.yml", "rl/dqn.yml", "ec/ea/pbt.yml", "-m", *CARTPOLE[:-2],
+                            "train.lr=[0.0005,0.005]", "ec.log=[train.lr]", "train.replay.start=256",
+                            "ec.train.stopper=self.cost >= 1500", f"root={tmp_path}", "ec.population=2",
+                            "ec.stop=self.trained >= 4"], tmp_path, 300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    rows = [json.loads(line) for line in (tmp_path / "lineage.jsonl").read_text().splitlines()]
+    assert len(rows) >= 4 and all(0.0005 <= r["hparams"]["train.lr"] <= 0.005 for r in rows)
+    best = torch.load(tmp_path / "best.pt", weights_only=True)
+    assert "advantage_head.weight" in best["model"]             # a dueling Q-network, trained by the DQN learner
+
+
+@pytest.mark.slow
 def test_killed_evolve_py_resumes(tmp_path):
     arguments = ["-c", "mdp/gym.yml", "ec/ea/pbt.yml", "-m", *CARTPOLE, f"root={tmp_path}", "ec.population=2",
                  "ec.checkpoint.interval=0"]

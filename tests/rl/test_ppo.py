@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from lamarckian.model import ActorCritic, ModelSettings
-from lamarckian.rl.ppo import PPO, PPOSettings, ppo_loss, vtrace_advantages
+from lamarckian.rl.ppo import PPO, PPOSettings, ppo_loss, vtrace_advantages, vtrace_policy_advantages
 from lamarckian.rl.segment import Segment
 
 
@@ -77,11 +77,27 @@ def test_clipped_surrogate_ignores_pushes_beyond_the_clip():
     assert all(p.grad is None or torch.count_nonzero(p.grad) == 0 for p in model.policy_head.parameters())
 
 
-def test_update_improves_a_bandit():
-    """Action 1 pays 1, action 0 pays 0: a few updates make action 1 likely."""
+def test_impala_policy_advantages_by_hand():
+    rewards = torch.tensor([[1.0], [0.0], [2.0], [0.5]])
+    values = torch.tensor([[0.5], [0.2], [0.1], [0.4], [0.3]])          # T + 1 rows: the last bootstraps
+    targets = torch.tensor([[0.7], [0.9], [0.6], [0.8]])                 # V-trace targets v_t
+    dones = torch.tensor([[False], [True], [True], [False]])
+    truncated = torch.tensor([[0.0], [0.0], [1.0], [0.0]])               # step 2 was cut by a time limit
+    final_values = torch.tensor([[0.0], [0.0], [1.5], [0.0]])
+    advantages = vtrace_policy_advantages(rewards, values, targets, dones, truncated, final_values, 0.9)
+    expected = [1.0 + 0.9 * 0.9 - 0.5,     # r_0 + γ v_1 − V(x_0)
+                0.0 - 0.2,                 # terminated: nothing to bootstrap
+                2.0 + 0.9 * 1.5 - 0.1,     # cut by the time limit: its last observation's value
+                0.5 + 0.9 * 0.3 - 0.4]     # the segment's end: the bootstrap value
+    assert advantages[:, 0].tolist() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("objective", ["clip", "vtrace"])
+def test_update_improves_a_bandit(objective):
+    """Action 1 pays 1, action 0 pays 0: a few updates make action 1 likely (PPO's and IMPALA's objectives)."""
     space = gymnasium.spaces.Box(-1, 1, (1,), np.float32)
     model = ActorCritic(space, gymnasium.spaces.Discrete(2), ModelSettings.defaults(hidden=(8,)))
-    ppo = PPO(model, PPOSettings.defaults(lr=0.01, epochs=4, minibatches=2))
+    ppo = PPO(model, PPOSettings.defaults(lr=0.01, epochs=4, minibatches=2, objective=objective))
     for _ in range(20):
         observations = np.zeros((16, 8, 1), np.float32)
         actions, log_probs, values = model.act(torch.from_numpy(observations.reshape(-1, 1)))
