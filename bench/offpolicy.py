@@ -48,7 +48,8 @@ TASKS = {
         target_update_interval=10, train_freq=256, gradient_steps=128, exploration_fraction=0.16,
         exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256])), 500),
     "sac-pendulum": Task("Pendulum-v1", "mdp/gym/pendulum.yml", "rl/sac.yml", -200.0,
-                         ("train.lr=0.002", "rl.sac.policy_delay=2"), "SAC", dict(learning_rate=1e-3), 200),
+                         ("train.lr=0.002", "rl.sac.policy_delay=2", "train.replay.steps=3"), "SAC",
+                         dict(learning_rate=1e-3), 200),
     "sac-halfcheetah": Task("HalfCheetah-v5", "mdp/gym/halfcheetah.yml", "rl/sac.yml", None, (), "SAC",
                             dict(learning_starts=10000), 10000),
 }
@@ -88,6 +89,7 @@ def run_sb3(task: Task, seed: int, limit: float) -> dict[str, Any]:
             "training": reached[0] - reached[1] if reached else float("nan"),
             "steps": reached[2] if reached else float("nan"), "wall": time.monotonic() - started,
             "curve": [(steps, mean) for *_, steps, mean in curve], "final": curve[-1][3] if curve else float("nan"),
+            "final_steps": curve[-1][2] if curve else 0,
             "best": max((c[3] for c in curve), default=float("nan"))}
 
 
@@ -97,7 +99,8 @@ def run_ours(task: Task, seed: int, limit: float, eval_seconds: float) -> dict[s
         result = run(task.task_file, threshold, seed, limit, Path(folder) / "run", task.learner,
                      (f"evaluator.interval={eval_seconds}", "evaluator.episodes=5", *task.ours))
     returns = [fitness for _, fitness in result["curve"]]
-    return {**result, "final": returns[-1] if returns else float("nan"), "best": max(returns, default=float("nan"))}
+    return {**result, "final": returns[-1] if returns else float("nan"), "best": max(returns, default=float("nan")),
+            "final_steps": result["curve"][-1][0] if result["curve"] else 0}
 
 
 def main() -> None:
@@ -114,7 +117,7 @@ def main() -> None:
           f"{args.seeds}; stable-baselines3 {stable_baselines3.__version__}, torch {torch.__version__} "
           f"({torch.get_num_threads()} threads for SB3)")
     print(f"{'task':<16} {'who':<6} {'seed':>4} {'train s':>8} {'+eval s':>8} {'env steps':>10} {'final':>8} "
-          f"{'best':>8}")
+          f"{'best':>8}   (env steps: to the threshold; without one, at the end)")
     summary = []
     for name in args.tasks:
         task = TASKS[name]
@@ -126,8 +129,9 @@ def main() -> None:
                 result = (run_ours(task, seed, args.limit, args.eval_seconds) if who == "ours"
                           else run_sb3(task, seed, args.limit))
                 results[who].append(result)
+                steps = result["steps"] if task.threshold is not None else result["final_steps"]
                 print(f"{name:<16} {who:<6} {seed:>4} {result['training']:>8.1f} {result['seconds']:>8.1f} "
-                      f"{result['steps']:>10.0f} {result['final']:>8.1f} {result['best']:>8.1f}", flush=True)
+                      f"{steps:>10.0f} {result['final']:>8.1f} {result['best']:>8.1f}", flush=True)
         if task.threshold is None:
             means = {who: statistics.median(r["final"] for r in runs) for who, runs in results.items()}
             summary.append(f"{name:<16} return after {args.limit:.0f} s: ours {means['ours']:.0f}, SB3 "

@@ -112,14 +112,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         import torch.distributed
 
         torch.distributed.barrier()          # the run directory is ready before any rank resumes from it
-    if args.debug:
-        torch.autograd.set_detect_anomaly(True)
     resumed = loop.resume()
     if resumed is not None and trainer.main:
         print(f"resuming from {resumed} (iteration {trainer.iteration}, {trainer.cost} env steps)", file=sys.stderr)
     if config["mdp"]["create"] != "vec":
         start_ray(config["ray"])
-    return run_job(loop.run, None, trainer.close, "checkpoint")
+    with torch.autograd.set_detect_anomaly(args.debug):     # --debug: NaN sources named; off again afterwards
+        return run_job(loop.run, None, trainer.close, "checkpoint")
 
 
 if __name__ == "__main__":

@@ -159,7 +159,8 @@ class Actor:
         segment = stack_lanes([lane.take(self.truncation) for lane in self.lanes], self.steps, self.results)
         self.results, self.steps = [], 0
         if self.algorithm == "a3c":       # the gradient of the segment instead of the segment
-            gradient, loss = segment_gradient(self.model, segment, self.config)
+            gradient, loss = segment_gradient(self.model, segment, self.config) if segment.finite() else \
+                (np.zeros(0, np.float32), float("nan"))          # a broken environment's: counted, never applied
             return {"gradient": gradient, "loss": loss, "version": segment.version, "steps": segment.steps,
                     "results": [r.to_wire() for r in segment.results]}
         return segment.to_wire()

@@ -13,7 +13,6 @@ import contextlib
 import time
 from typing import Any, Iterator, Mapping
 
-import numpy as np
 import torch
 
 from .. import rpc
@@ -27,12 +26,6 @@ from .sac import SAC
 from .segment import Segment
 
 POLL_SECONDS = 0.001   # how long an iteration listens for more segments once the buffer may be trained on
-
-
-def finite(segment: Segment) -> bool:
-    """No NaN or infinity in the segment's rewards and observations (a broken environment's output)."""
-    arrays = (segment.rewards, segment.observations, segment.next_observations)
-    return all(not np.issubdtype(a.dtype, np.floating) or bool(np.isfinite(a).all()) for a in arrays)
 
 
 class OffPolicyLearner(Learner):
@@ -107,7 +100,7 @@ class OffPolicyLearner(Learner):
             results.extend(segment.results)
             if segment.next_observations is None:
                 raise ValueError(f"actor {self.gather.last_index} sent a segment without next_observations")
-            if not finite(segment):
+            if not segment.finite():
                 self.nonfinite += 1
                 continue
             self.replay.add_segment(segment.observations, segment.actions, segment.rewards, segment.dones,

@@ -42,6 +42,11 @@ class Segment:
     results: list[EpisodeResult] = dataclasses.field(default_factory=list)
     next_observations: Any = None
 
+    def finite(self) -> bool:
+        """No NaN or infinity in the rewards and observations (a broken environment's output)."""
+        arrays = (self.rewards, self.observations, self.next_observations)
+        return all(a is None or not np.issubdtype(a.dtype, np.floating) or bool(np.isfinite(a).all()) for a in arrays)
+
     def to_wire(self) -> dict[str, Any]:
         """Arrays and plain data for the RPC layer (arrays travel as raw frames)."""
         wire = {**{name: getattr(self, name) for name in ARRAYS}, "version": int(self.version),
