@@ -65,6 +65,25 @@ class Controller(abc.ABC):
         """At the end: ``fitness`` (float), ``win`` (1, 0.5 draw, 0; None when not a game), ``objectives``."""
 
 
+class SeatController(Controller):
+    """A seat of a game MDP that keeps ``over``, ``timed_out`` and ``result(player)``: what a controller only reads
+    from the game (subclasses add acting and rewards)."""
+
+    def __init__(self, mdp: Any, player: int) -> None:
+        self.mdp, self.player = mdp, player
+
+    @property
+    def done(self) -> bool:
+        return self.mdp.over
+
+    @property
+    def truncated(self) -> bool:
+        return self.mdp.timed_out
+
+    def get_result(self) -> dict[str, Any]:
+        return self.mdp.result(self.player)
+
+
 class Episode(NamedTuple):
     """What ``MDP.reset`` returns: the requested players' controllers and the coroutines to run beside them."""
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import abc
 from typing import Any
 
-from .base import MDP, Controller, Episode, Lockstep
+from .base import MDP, Episode, Lockstep, SeatController
 
 
-class SeatController(Controller):
+class LockstepController(SeatController):
     """One seat of a :class:`SimultaneousMDP`; acts through the episode's :class:`Lockstep`."""
 
     def __init__(self, mdp: "SimultaneousMDP", lockstep: Lockstep, player: int) -> None:
-        self.mdp, self.lockstep, self.player = mdp, lockstep, player
+        super().__init__(mdp, player)
+        self.lockstep = lockstep
 
     def get_state(self) -> Any:
         return self.mdp.observe(self.player)
@@ -22,17 +23,6 @@ class SeatController(Controller):
 
     def get_reward(self) -> float:
         return float(self.mdp.rewards[self.player])
-
-    @property
-    def done(self) -> bool:
-        return self.mdp.over
-
-    @property
-    def truncated(self) -> bool:
-        return self.mdp.timed_out
-
-    def get_result(self) -> dict[str, Any]:
-        return self.mdp.result(self.player)
 
 
 class SimultaneousMDP(MDP):
@@ -55,7 +45,7 @@ class SimultaneousMDP(MDP):
         self.start(seed)
         self.rewards = [0.0] * count
         lockstep = Lockstep(tuple(players))
-        return Episode([SeatController(self, lockstep, p) for p in players], [self._tick(lockstep)])
+        return Episode([LockstepController(self, lockstep, p) for p in players], [self._tick(lockstep)])
 
     async def _tick(self, lockstep: Lockstep) -> None:
         while not self.over:

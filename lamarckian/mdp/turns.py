@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import MDP, Controller, Episode, PlayerSpec
+from .base import MDP, Episode, PlayerSpec, SeatController
 
 RULES = ("random", "lookahead")
 
@@ -32,39 +32,28 @@ def snapshot(env: Any) -> Any:
     return clone
 
 
-class TurnController(Controller):
+class TurnController(SeatController):
     """One seat of a :class:`TurnMDP`."""
 
     def __init__(self, mdp: "TurnMDP", seat: int) -> None:
-        self.mdp, self.seat = mdp, seat
+        super().__init__(mdp, seat)
         self.reward = 0.0              # received since this seat's last move
 
     def get_state(self) -> Any:
-        return self.mdp.env.observe(self.mdp.agents[self.seat])
+        return self.mdp.env.observe(self.mdp.agents[self.player])
 
     async def ready(self) -> bool:
-        await self.mdp.turns[self.seat].wait()
+        await self.mdp.turns[self.player].wait()
         return not self.mdp.over
 
     async def __call__(self, action: Any) -> None:
         self.reward = 0.0
-        self.mdp.turns[self.seat].clear()
-        self.mdp.submit(self.seat, action)
-        await self.mdp.turns[self.seat].wait()
+        self.mdp.turns[self.player].clear()
+        self.mdp.submit(self.player, action)
+        await self.mdp.turns[self.player].wait()
 
     def get_reward(self) -> float:
         return self.reward
-
-    @property
-    def done(self) -> bool:
-        return self.mdp.over
-
-    @property
-    def truncated(self) -> bool:
-        return self.mdp.timed_out
-
-    def get_result(self) -> dict[str, Any]:
-        return self.mdp.result(self.seat)
 
 
 class TurnMDP(MDP):

@@ -232,11 +232,7 @@ class Learner(Trainer):
         update = self.update_group.update if self.update_group is not None else self.ppo.update
         stats = update(segments, self.version, self.cost) if segments else {}
         updated = time.monotonic()
-        self.version += 1
-        self.iteration += 1
-        self.cost += steps
-        blob = to_blob(self.model)
-        self.call_all(lambda: self.everyone.broadcast("set_weights", self.version, blob))
+        blob = self.advance(steps)
         if self.pool is not None:
             self._update_pool(results, blob)
         training = summarize(results)
@@ -251,6 +247,16 @@ class Learner(Trainer):
                       "fps/overall": steps / max(1e-9, updated - started), "dropped": float(self.dropped),
                       "replaced": float(self.replaced)})
         return stats
+
+    def advance(self, steps: int) -> np.ndarray:
+        """Count one iteration of ``steps`` env steps under a new weight version and broadcast the weights (without
+        waiting); the weight blob."""
+        self.version += 1
+        self.iteration += 1
+        self.cost += steps
+        blob = to_blob(self.model)
+        self.call_all(lambda: self.everyone.broadcast("set_weights", self.version, blob))
+        return blob
 
     # ---- self-play -----------------------------------------------------------------------------------------
     def _initial_pool(self, config: Mapping[str, Any]) -> OpponentPool:

@@ -17,7 +17,7 @@ import torch
 
 from .. import rpc
 from ..config.sections import DQNSettings, EpsilonSettings, ReplaySettings, SACSettings, TrainSettings
-from ..model import ModelSettings, to_blob
+from ..model import ModelSettings
 from .dqn import DQN
 from .evaluator import summarize
 from .learner import Learner
@@ -140,11 +140,7 @@ class OffPolicyLearner(Learner):
         updates = self._updates_due(steps)
         stats = self._train(updates) if updates else {}
         updated = time.monotonic()
-        self.version += 1
-        self.iteration += 1
-        self.cost += steps
-        blob = to_blob(self.model)
-        self.call_all(lambda: self.everyone.broadcast("set_weights", self.version, blob))
+        self.advance(steps)
         if self.epsilon is not None:
             epsilon = self.epsilon.at(self.cost)
             self.call_all(lambda: self.everyone.broadcast("set_exploration", epsilon))
