@@ -15,7 +15,8 @@ from lamarckian.rl.a3c import segment_gradient
 from lamarckian.rl.gradient_learner import A3CLearner
 from lamarckian.rl.learner import fleet_learner
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.segment import Segment
+
+from .test_ppo import bandit_segment
 
 
 def test_segment_gradients_improve_a_bandit():
@@ -26,13 +27,7 @@ def test_segment_gradients_improve_a_bandit():
                         ModelSettings.defaults(hidden=(8,), normalize_observation=False, normalize_value=False))
     parameters = list(model.parameters())
     for _ in range(60):
-        observations = np.zeros((8, 4, 1), np.float32)
-        actions, log_probs, values = model.act(torch.from_numpy(observations.reshape(-1, 1)))
-        segment = Segment(observations=observations, actions=actions.numpy().reshape(8, 4),
-                          log_probs=log_probs.numpy().reshape(8, 4), values=np.zeros((9, 4), np.float32),
-                          rewards=actions.numpy().reshape(8, 4).astype(np.float32), dones=np.ones((8, 4), bool),
-                          truncated=np.zeros((8, 4), bool), final_values=np.zeros((8, 4), np.float32), version=0)
-        gradient, _ = segment_gradient(model, segment, config)
+        gradient, _ = segment_gradient(model, bandit_segment(model, 8, 4), config)
         assert gradient.shape == (sum(p.numel() for p in parameters),) and gradient.dtype == np.float32
         with torch.no_grad():
             offset = 0

@@ -92,6 +92,18 @@ def test_impala_policy_advantages_by_hand():
     assert advantages[:, 0].tolist() == pytest.approx(expected)
 
 
+def bandit_segment(model: ActorCritic, steps: int, lanes: int) -> Segment:
+    """One-step episodes ``[steps, lanes]`` of a two-armed bandit played by ``model``: action 1 pays 1, action 0
+    pays 0 (the observation is always 0)."""
+    observations = np.zeros((steps, lanes, 1), np.float32)
+    actions, log_probs, _ = model.act(torch.from_numpy(observations.reshape(-1, 1)))
+    actions = actions.numpy().reshape(steps, lanes)
+    return Segment(observations=observations, actions=actions, log_probs=log_probs.numpy().reshape(steps, lanes),
+                   values=np.zeros((steps + 1, lanes), np.float32), rewards=actions.astype(np.float32),
+                   dones=np.ones((steps, lanes), bool), truncated=np.zeros((steps, lanes), bool),
+                   final_values=np.zeros((steps, lanes), np.float32), version=0)
+
+
 @pytest.mark.parametrize("objective", ["clip", "vtrace"])
 def test_update_improves_a_bandit(objective):
     """Action 1 pays 1, action 0 pays 0: a few updates make action 1 likely (PPO's and IMPALA's objectives)."""
@@ -99,13 +111,7 @@ def test_update_improves_a_bandit(objective):
     model = ActorCritic(space, gymnasium.spaces.Discrete(2), ModelSettings.defaults(hidden=(8,)))
     ppo = PPO(model, PPOSettings.defaults(lr=0.01, epochs=4, minibatches=2, objective=objective))
     for _ in range(20):
-        observations = np.zeros((16, 8, 1), np.float32)
-        actions, log_probs, values = model.act(torch.from_numpy(observations.reshape(-1, 1)))
-        segment = Segment(observations=observations, actions=actions.numpy().reshape(16, 8),
-                          log_probs=log_probs.numpy().reshape(16, 8), values=np.zeros((17, 8), np.float32),
-                          rewards=actions.numpy().reshape(16, 8).astype(np.float32), dones=np.ones((16, 8), bool),
-                          truncated=np.zeros((16, 8), bool), final_values=np.zeros((16, 8), np.float32), version=0)
-        stats = ppo.update([segment], version=0, cost=0)
+        stats = ppo.update([bandit_segment(model, 16, 8)], version=0, cost=0)
     probability = model(torch.zeros(1, 1))[0].probs[0, 1].item()
     assert probability > 0.9 and stats["samples"] == 128
 
