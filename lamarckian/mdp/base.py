@@ -105,6 +105,15 @@ class MDP(abc.ABC):
     def reset(self, *players: int, seed: int | None = None) -> Episode:
         """Start an episode; controllers for ``players`` in that order; other players follow the rule."""
 
+    def global_state_space(self) -> gymnasium.Space | None:
+        """The space of :meth:`global_state`, the privileged state a central critic sees (``model.central_value``);
+        None: this MDP has none."""
+        return None
+
+    def global_state(self) -> Any:
+        """The whole game's state now (a central critic's input; the policies never see it)."""
+        raise NotImplementedError(f"{type(self).__name__} has no global state")
+
     def render(self) -> np.ndarray:
         """An RGB frame ``(height, width, 3)`` uint8 of the current state."""
         raise NotImplementedError(f"{type(self).__name__} does not render")

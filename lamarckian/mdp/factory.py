@@ -30,7 +30,7 @@ def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None) -> MDP:
 
         gym = mdp_config["gym"]
         return GymMDP(gym["id"], gym.get("kwargs"), preprocess=gym.get("preprocess"),
-                      frame_stack=gym.get("frame_stack") or 1, seed=seed)
+                      frame_stack=gym.get("frame_stack") or 1, observe=gym.get("observe"), seed=seed)
     if kind == "pettingzoo":
         from .pettingzoo import pettingzoo_mdp
 

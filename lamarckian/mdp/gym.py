@@ -12,9 +12,30 @@ from .base import MDP, Controller, Episode, PlayerSpec
 ATARI_NAMESPACE = "ALE/"
 
 
-def make_env(env_id: str, kwargs: dict[str, Any], preprocess: str | None = None, frame_stack: int = 1) -> gymnasium.Env:
+class ObservationSubset(gymnasium.ObservationWrapper):
+    """Only the entries ``indices`` of a 1-D Box observation (a partially observed task: CartPole without its
+    velocities is ``[0, 2]``)."""
+
+    def __init__(self, env: gymnasium.Env, indices: list[int]) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        if not isinstance(space, gymnasium.spaces.Box) or len(space.shape) != 1:
+            raise ValueError(f"mdp.gym.observe picks entries of a 1-D Box observation; this one is {space}")
+        if not indices or any(not isinstance(i, int) or not 0 <= i < space.shape[0] for i in indices):
+            raise ValueError(f"mdp.gym.observe={indices}: expected indices in [0, {space.shape[0]})")
+        self.indices = np.asarray(indices)
+        self.observation_space = gymnasium.spaces.Box(space.low[self.indices], space.high[self.indices],
+                                                      dtype=space.dtype)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return observation[self.indices]
+
+
+def make_env(env_id: str, kwargs: dict[str, Any], preprocess: str | None = None, frame_stack: int = 1,
+             observe: list[int] | None = None) -> gymnasium.Env:
     """A gymnasium environment; ``preprocess: atari`` applies the DQN-style Atari preprocessing (84×84 grey,
-    frame skip 4, no-op starts) and stacks ``frame_stack`` frames. ale-py ships the ROMs."""
+    frame skip 4, no-op starts) and stacks ``frame_stack`` frames. ale-py ships the ROMs. ``observe``: only these
+    entries of a vector observation (None: all)."""
     if env_id.startswith(ATARI_NAMESPACE) or preprocess == "atari":
         import ale_py
 
@@ -27,6 +48,8 @@ def make_env(env_id: str, kwargs: dict[str, Any], preprocess: str | None = None,
         env = gymnasium.wrappers.AtariPreprocessing(env, frame_skip=4 if kwargs.get("frameskip") == 1 else 1)
     elif preprocess is not None:
         raise ValueError(f"mdp.gym.preprocess={preprocess!r}: expected null or 'atari'")
+    if observe is not None:
+        env = ObservationSubset(env, list(observe))
     if frame_stack > 1:
         env = gymnasium.wrappers.FrameStackObservation(env, frame_stack)
     return env
@@ -71,8 +94,8 @@ class GymMDP(MDP):
     """One gymnasium environment as a one-player MDP (no ticks: the player's call advances it)."""
 
     def __init__(self, env_id: str, kwargs: dict[str, Any] | None = None, *, preprocess: str | None = None,
-                 frame_stack: int = 1, seed: int | None = None) -> None:
-        self.env = make_env(env_id, dict(kwargs or {}), preprocess, frame_stack)
+                 frame_stack: int = 1, observe: list[int] | None = None, seed: int | None = None) -> None:
+        self.env = make_env(env_id, dict(kwargs or {}), preprocess, frame_stack, observe)
         self.spec = PlayerSpec(self.env.observation_space, self.env.action_space)
         self.seed = seed
 

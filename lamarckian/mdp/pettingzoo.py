@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+import gymnasium
 import numpy as np
 
 from .base import PlayerSpec
@@ -78,6 +79,16 @@ class ParallelMDP(SimultaneousMDP):
         self.over = not self.env.agents or finished >= live
         self.timed_out = self.over and any(truncations.values()) and not any(terminations.values())
         return result
+
+    def global_state_space(self) -> gymnasium.Space:
+        """The game's own ``state_space`` where it has one (MPE, SISL), else every seat's observation."""
+        own = getattr(self.env, "state_space", None)
+        return own if own is not None else super().global_state_space()
+
+    def global_state(self) -> Any:
+        if getattr(self.env, "state_space", None) is not None:
+            return np.asarray(self.env.state(), np.float32)
+        return super().global_state()
 
     def result(self, player: int) -> dict[str, Any]:
         order = sorted(self.totals, reverse=True)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import abc
 from typing import Any
 
+import gymnasium
+import numpy as np
+
 from .base import MDP, Episode, Lockstep, SeatController
 
 
@@ -69,6 +72,16 @@ class SimultaneousMDP(MDP):
     @abc.abstractmethod
     def result(self, player: int) -> dict[str, Any]:
         """The player's episode result (see :meth:`Controller.get_result`)."""
+
+    def global_state_space(self) -> gymnasium.spaces.Box:
+        """Every seat's flattened observation side by side (a central critic's input where the game has no state
+        of its own)."""
+        spaces = [gymnasium.spaces.flatten_space(spec.observation) for spec in self.describe()]
+        return gymnasium.spaces.Box(-np.inf, np.inf, (sum(space.shape[0] for space in spaces),), np.float32)
+
+    def global_state(self) -> np.ndarray:
+        return np.concatenate([gymnasium.spaces.flatten(spec.observation, self.observe(seat)).astype(np.float32)
+                               for seat, spec in enumerate(self.describe())])
 
     def rule(self, player: int) -> Any:
         """The built-in policy for a seat nobody controls."""

@@ -1,12 +1,14 @@
-"""Controller wrappers: frame skip, an idle-action bonus and episode statistics (return, length, idle fraction)."""
+"""Controller wrappers: frame skip, an idle-action bonus, episode statistics (return, length, idle fraction) and the
+global state beside the observation for a central critic."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import gymnasium
 import numpy as np
 
-from .base import Controller
+from .base import MDP, Controller
 
 
 class ControllerWrapper(Controller):
@@ -37,6 +39,28 @@ class ControllerWrapper(Controller):
 
     def get_result(self) -> dict[str, Any]:
         return self.controller.get_result()
+
+
+class CentralState(ControllerWrapper):
+    """The seat's observation with the game's global state beside it, ``{"observation": ..., "state": ...}``
+    (``model.central_value``: the critic sees both, the policy the observation only)."""
+
+    def __init__(self, controller: Controller, mdp: MDP) -> None:
+        super().__init__(controller)
+        self.mdp = mdp
+
+    def get_state(self) -> dict[str, Any]:
+        return {"observation": self.controller.get_state(), "state": self.mdp.global_state()}
+
+
+def central_observation_space(mdp: MDP, seat: int = 0) -> gymnasium.spaces.Dict:
+    """The space of :class:`CentralState`'s observations for ``seat``; ValueError where ``mdp`` has no global
+    state."""
+    state = mdp.global_state_space()
+    if state is None:
+        raise ValueError(f"model.central_value: {type(mdp).__name__} has no global state (MDP.global_state_space); "
+                         "simultaneous-move games and PettingZoo parallel games have one")
+    return gymnasium.spaces.Dict({"observation": mdp.describe()[seat].observation, "state": state})
 
 
 class FrameSkip(ControllerWrapper):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import gymnasium
 import numpy as np
@@ -19,6 +19,7 @@ from .observation import ObservationBatcher
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "silu": nn.SiLU}
 BOUNDS = ("clip", "tanh")
+RECURRENT = ("lstm", "gru")
 ILLEGAL = -1e9   # the logit of a masked action: exp() is 0, and 0 × ILLEGAL keeps entropies finite
 
 
@@ -45,6 +46,10 @@ class ModelSettings(Section):
         bound: how a Gaussian action meets the action space's bounds: ``clip`` (cut at the bounds) or ``tanh``
             (squashed into them; the policy's log-probabilities stay those of the unsquashed sample, which
             leaves PPO's ratios unchanged).
+        recurrent: None, or ``lstm`` / ``gru``: a recurrent core after the encoder (one per encoder) whose hidden
+            state the actors keep per environment (:class:`RecurrentCore`).
+        central_value: the critic also sees the game's global state (observations ``{observation, state}``, the
+            policy the ``observation`` only; MAPPO's centralized critic). Needs ``shared: false``.
     """
 
     KEY = "model"
@@ -56,8 +61,14 @@ class ModelSettings(Section):
     normalize_value: bool
     log_std: float
     bound: str
+    recurrent: str | None
+    central_value: bool
 
     def __post_init__(self) -> None:
+        if self.central_value and self.shared:
+            raise ValueError("model.central_value needs model.shared: false (the policy must not see the state)")
+        if self.recurrent is not None and self.recurrent not in RECURRENT:
+            raise ValueError(f"model.recurrent={self.recurrent!r}: expected null or one of {RECURRENT}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"model.activation={self.activation!r}: expected one of {sorted(ACTIVATIONS)}")
         if self.bound not in BOUNDS:
@@ -89,12 +100,32 @@ def build_encoder(batcher: ObservationBatcher, settings: ModelSettings) -> tuple
     return nn.Sequential(*layers), width_in
 
 
+class RecurrentCore(nn.Module):
+    """An LSTM or GRU cell of width ``W`` over encoder features; its state is one flat row per environment
+    (``S = 2W`` for an LSTM: ``h`` then ``c``; ``W`` for a GRU), zero at an episode's start."""
+
+    def __init__(self, kind: str, width: int) -> None:
+        super().__init__()
+        self.kind, self.width = kind, width
+        self.cell = nn.LSTMCell(width, width) if kind == "lstm" else nn.GRUCell(width, width)
+        self.state_size = 2 * width if kind == "lstm" else width
+
+    def forward(self, features: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Features ``(N, W)`` and state ``(N, S)`` → output ``(N, W)`` and the next state ``(N, S)``."""
+        if self.kind == "lstm":
+            hidden, cell = self.cell(features, (state[:, :self.width], state[:, self.width:]))
+            return hidden, torch.cat([hidden, cell], -1)
+        hidden = self.cell(features, state)
+        return hidden, hidden
+
+
 class ActorCritic(nn.Module):
     """Policy and value for one player's spaces.
 
     ``forward(obs)`` takes a batch from :class:`ObservationBatcher` (``(N, D)`` float32 or ``(N, C, H, W)`` uint8)
     and returns the action distribution and the critic's normalized value ``(N,)``;
-    :meth:`value` returns values in reward units.
+    :meth:`value` returns values in reward units. With ``model.recurrent`` the network also carries a state
+    ``(N, S)`` per environment: :meth:`act_step` acts one step, :meth:`unroll` replays sequences ``[T, L]``.
     """
 
     def __init__(self, observation_space: gymnasium.Space, action_space: gymnasium.Space,
@@ -103,14 +134,28 @@ class ActorCritic(nn.Module):
         self.settings = settings = settings or ModelSettings.defaults()
         self.batcher = ObservationBatcher(observation_space)
         self.action_space = action_space
+        policy_input, self.private = self.batcher, None     # central value: the policy sees the first `private`
+        if settings.central_value:
+            if not isinstance(observation_space, gymnasium.spaces.Dict) or \
+                    list(observation_space.spaces) != ["observation", "state"]:
+                raise ValueError("model.central_value needs observations {observation, state} (the actors add the "
+                                 f"MDP's global state), got {observation_space}")
+            policy_input = ObservationBatcher(observation_space["observation"])
+            if policy_input.image:
+                raise ValueError("model.central_value takes vector observations, not images")
+            self.private = policy_input.shape[0]
         if self.batcher.image:
             self.observation_normalizer = None
         else:
             self.observation_normalizer = RunningNormalizer(self.batcher.shape)
         self.value_normalizer = RunningNormalizer(())
-        self.actor_encoder, width = build_encoder(self.batcher, settings)
+        self.actor_encoder, width = build_encoder(policy_input, settings)
         self.critic_encoder = self.actor_encoder if settings.shared else build_encoder(self.batcher, settings)[0]
-        self.mask = self.batcher.mask
+        self.actor_core = self.critic_core = None
+        if settings.recurrent is not None:
+            self.actor_core = RecurrentCore(settings.recurrent, width)
+            self.critic_core = None if settings.shared else RecurrentCore(settings.recurrent, width)
+        self.mask = policy_input.mask
         if self.mask is not None and not isinstance(action_space, gymnasium.spaces.Discrete):
             raise ValueError(f"the observations carry an action_mask but the action space {action_space} is not "
                              "discrete: masks apply to categorical actions only")
@@ -133,23 +178,90 @@ class ActorCritic(nn.Module):
             return self.observation_normalizer(observation)
         return observation
 
+    @property
+    def state_size(self) -> int:
+        """Width ``S`` of the recurrent state (0: a feed-forward network)."""
+        return sum(core.state_size for core in (self.actor_core, self.critic_core) if core is not None)
+
+    def initial_state(self, count: int) -> torch.Tensor:
+        """``(count, S)`` zeros: the state at an episode's start."""
+        return torch.zeros(count, self.state_size, device=self.value_head.weight.device)
+
+    def _heads(self, actor: torch.Tensor, critic: torch.Tensor, observation: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Policy head output ``(N, A)`` (illegal actions' logits :data:`ILLEGAL` where the observation carries a
+        mask) and the normalized value ``(N,)`` from actor and critic features."""
+        out = self.policy_head(actor)
+        if self.mask is not None:
+            out = out.masked_fill(observation[..., self.mask] < 0.5, ILLEGAL)
+        return out, self.value_head(critic).squeeze(-1)
+
+    def _encode(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self.prepare(observation)
+        features = self.actor_encoder(x if self.private is None else x[..., :self.private])
+        return features, features if self.settings.shared else self.critic_encoder(x)
+
+    def _recur(self, actor: torch.Tensor, critic: torch.Tensor, state: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Encoder features through the recurrent cores: actor and critic features and the next state ``(N, S)``."""
+        split = self.actor_core.state_size
+        actor, actor_state = self.actor_core(actor, state[:, :split])
+        if self.critic_core is None:
+            return actor, actor, actor_state
+        critic, critic_state = self.critic_core(critic, state[:, split:])
+        return actor, critic, torch.cat([actor_state, critic_state], -1)
+
     def outputs(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Policy head output ``(N, A)`` (logits, or Gaussian means) and the critic's normalized value ``(N,)``.
         Where the observation carries an action mask, illegal actions' logits are :data:`ILLEGAL` (probability 0 in
-        sampling, never the argmax while a legal action exists, no entropy)."""
-        x = self.prepare(observation)
-        features = self.actor_encoder(x)
-        critic_features = features if self.settings.shared else self.critic_encoder(x)
-        out = self.policy_head(features)
-        if self.mask is not None:
-            out = out.masked_fill(observation[..., self.mask] < 0.5, ILLEGAL)
-        return out, self.value_head(critic_features).squeeze(-1)
+        sampling, never the argmax while a legal action exists, no entropy). Feed-forward networks only."""
+        if self.actor_core is not None:
+            raise ValueError("a recurrent network (model.recurrent) acts with act_step and replays with unroll")
+        return self._heads(*self._encode(observation), observation)
+
+    def step(self, observation: torch.Tensor, state: torch.Tensor
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of a recurrent network: observation ``(N, ...)`` and state ``(N, S)`` → policy head output
+        ``(N, A)``, normalized value ``(N,)`` and the next state ``(N, S)``."""
+        actor, critic, state = self._recur(*self._encode(observation), state)
+        return *self._heads(actor, critic, observation), state
+
+    def unroll(self, observations: torch.Tensor, state: torch.Tensor, starts: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Replay sequences: observations ``[T, L, ...]`` from state ``(L, S)`` (the state before step 0), the state
+        zeroed before every step that starts an episode (``starts [T, L]``, bool) → policy head outputs
+        ``(T·L, A)`` and normalized values ``(T·L,)`` in ``[T, L]`` order. The encoders run once on all steps."""
+        steps, lanes = starts.shape
+        flat = observations.reshape(steps * lanes, *observations.shape[2:])
+        actor, critic = (x.reshape(steps, lanes, -1) for x in self._encode(flat))
+        keep = (~starts.bool()).unsqueeze(-1).to(state.dtype)
+        actor_out, critic_out = [], []
+        for t in range(steps):
+            a, c, state = self._recur(actor[t], critic[t], state * keep[t])
+            actor_out.append(a)
+            critic_out.append(c)
+        return self._heads(torch.cat(actor_out), torch.cat(critic_out), flat)
+
+    def distribution(self, out: torch.Tensor) -> torch.distributions.Distribution:
+        """The action distribution of policy head outputs ``(N, A)``."""
+        if self.discrete:
+            return Categorical(logits=out)
+        return Normal(out, self.log_std.exp().expand_as(out))
 
     def forward(self, observation: torch.Tensor) -> tuple[torch.distributions.Distribution, torch.Tensor]:
         out, value = self.outputs(observation)
-        if self.discrete:
-            return Categorical(logits=out), value
-        return Normal(out, self.log_std.exp().expand_as(out)), value
+        return self.distribution(out), value
+
+    def replay(self, batch: Mapping[str, torch.Tensor]) -> tuple[torch.distributions.Distribution, torch.Tensor]:
+        """The distribution and normalized value ``(N,)`` of a training batch: :meth:`forward` of its flat
+        ``observations``, or for a recurrent network :meth:`unroll` of its sequences (``states (L, S)`` and
+        ``starts [T, L]`` present; ``N = T·L``)."""
+        if "states" not in batch:
+            return self(batch["observations"])
+        observations, starts = batch["observations"], batch["starts"]
+        out, value = self.unroll(observations.reshape(*starts.shape, *observations.shape[1:]), batch["states"],
+                                 starts)
+        return self.distribution(out), value
 
     def log_prob(self, distribution: torch.distributions.Distribution, action: torch.Tensor) -> torch.Tensor:
         """``(N,)`` log-probabilities of actions (Gaussian dimensions summed)."""
@@ -172,7 +284,18 @@ class ActorCritic(nn.Module):
         """Actions ``(N,)`` or ``(N, A)``, their log-probabilities ``(N,)`` and values ``(N,)`` in reward units.
         Sampling draws from ``generator`` (the global generator if None). The hot path of every actor: it
         works on logits and means directly instead of building distribution objects."""
-        out, value = self.outputs(observation)
+        return self._draw(*self.outputs(observation), deterministic, generator)
+
+    @torch.no_grad()
+    def act_step(self, observation: torch.Tensor, state: torch.Tensor, deterministic: bool = False,
+                 generator: torch.Generator | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`act` for a recurrent network from state ``(N, S)``; also returns the next state ``(N, S)``."""
+        out, value, state = self.step(observation, state)
+        return *self._draw(out, value, deterministic, generator), state
+
+    def _draw(self, out: torch.Tensor, value: torch.Tensor, deterministic: bool, generator: torch.Generator | None
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         value = self.denormalize_value(value)
         if self.discrete:
             log_probs = torch.log_softmax(out, -1)
@@ -189,7 +312,9 @@ class ActorCritic(nn.Module):
 
     @torch.no_grad()
     def value(self, observation: torch.Tensor) -> torch.Tensor:
-        """``(N,)`` values in reward units."""
+        """``(N,)`` values in reward units (feed-forward networks)."""
+        if self.critic_core is not None or self.actor_core is not None:
+            raise ValueError("a recurrent network (model.recurrent) values observations with step or unroll")
         x = self.prepare(observation)
         return self.denormalize_value(self.value_head(self.critic_encoder(x)).squeeze(-1))
 

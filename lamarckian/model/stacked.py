@@ -39,6 +39,8 @@ class StackedPolicies:
     def __init__(self, template: ActorCritic, blobs: Sequence[np.ndarray], device: torch.device | str = "cpu") -> None:
         if not blobs:
             raise ValueError("StackedPolicies needs at least one policy")
+        if template.state_size:
+            raise ValueError("stacked policies are feed-forward; this network is recurrent (model.recurrent)")
         members = []
         for blob in blobs:
             member = PolicyOutputs(copy.deepcopy(template))

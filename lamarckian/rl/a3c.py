@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..model import ActorCritic
-from .ppo import vtrace_advantages
+from .ppo import episode_starts, vtrace_advantages
 from .segment import Segment
 
 
@@ -29,7 +29,10 @@ def segment_gradient(model: ActorCritic, segment: Segment, config: Mapping[str, 
     steps, lanes = segment.rewards.shape
     observations = torch.from_numpy(segment.observations.reshape(steps * lanes, *segment.observations.shape[2:]))
     actions = torch.from_numpy(segment.actions.reshape(steps * lanes, *segment.actions.shape[2:]))
-    distribution, values = model(observations)
+    inputs = {"observations": observations}
+    if segment.states is not None:                      # a recurrent network replays the segment's sequences
+        inputs.update(states=torch.from_numpy(segment.states), starts=episode_starts(torch.from_numpy(segment.dones)))
+    distribution, values = model.replay(inputs)
     with torch.no_grad():
         advantages, targets = vtrace_advantages(
             torch.from_numpy(segment.rewards), torch.cat([values.detach().reshape(steps, lanes),

@@ -10,13 +10,14 @@ import torch
 
 from .. import rpc
 from ..config.sections import DQNSettings, EpsilonSettings, EvaluatorSettings, OpponentSettings, SampleSettings
-from ..mdp import MDP, Controller, create_mdp, wrap_controller
+from ..mdp import MDP, Controller, Episode, create_mdp, wrap_controller
+from ..mdp.wrap import CentralState, central_observation_space
 from ..model import ActorCritic, ModelSettings, load_blob
 from ..model.network import seeded
 from ..model.offpolicy import QNetwork, SquashedGaussianPolicy
 from ..model.stacked import StackedPolicies
 from .a3c import segment_gradient
-from .inference import BatchedInference, EpsilonGreedy, Policy, PopulationPolicy, Server
+from .inference import BatchedInference, EpsilonGreedy, PopulationPolicy, RecurrentPolicy, Server, acting_policy
 from .results import NONE, POOL, RULE, SELF, EpisodeResult, pairwise_scores
 from .segment import Lane, stack_lanes
 
@@ -25,12 +26,17 @@ ALGORITHMS = ("ppo", "a3c", "dqn", "sac")
 
 def build_model(mdp: MDP, config: Mapping[str, Any]) -> torch.nn.Module:
     """The acting network of ``rl.algorithm`` for seat 0 of ``mdp`` (every seat must share spaces): PPO's and A3C's
-    :class:`ActorCritic`, DQN's :class:`QNetwork`, SAC's :class:`SquashedGaussianPolicy`."""
+    :class:`ActorCritic` (its observations ``{observation, state}`` with ``model.central_value``), DQN's
+    :class:`QNetwork`, SAC's :class:`SquashedGaussianPolicy`."""
     spec = mdp.describe()[0]
     settings = ModelSettings.from_mapping(config["model"])
     algorithm = config["rl"]["algorithm"]
     if algorithm in ("ppo", "a3c"):
-        return ActorCritic(spec.observation, spec.action, settings)
+        observation = central_observation_space(mdp) if settings.central_value else spec.observation
+        return ActorCritic(observation, spec.action, settings)
+    if (settings.recurrent is not None or settings.central_value) and algorithm in ("dqn", "sac"):
+        setting = f"model.recurrent={settings.recurrent}" if settings.recurrent else "model.central_value=true"
+        raise ValueError(f"{setting} applies to rl.algorithm ppo or a3c, not {algorithm}")
     if algorithm == "dqn":
         return QNetwork(spec.observation, spec.action, settings, DQNSettings.from_config(config).dueling)
     if algorithm == "sac":
@@ -75,18 +81,20 @@ class Actor:
         opponent = OpponentSettings.from_config(config)
         self.rule_probability, self.mean_probability = opponent.rule, opponent.deterministic
         self.swap = bool(config["rl"]["swap"])
+        self.central = ModelSettings.from_mapping(config["model"]).central_value
         self.seed, self.index = int(config["seed"]), index
         self.random = np.random.default_rng(actor_seed(config["seed"], index, 1))
         self.mdps = [create_mdp(self.mdp_config, seed=actor_seed(config["seed"], index, slot + 2))
                      for slot in range(self.envs)]
         self.seats = len(self.mdps[0])
+        self.team = self.seats if config["rl"]["shared_seats"] else 1   # seats the learner plays in each game
         with seeded(actor_seed(config["seed"], index, 0)):      # its own stream, not the process's
             self.model = build_model(self.mdps[0], config)
         if blob is not None:
             load_blob(self.model, blob)
         self.version = version
         self.generator = torch.Generator().manual_seed(actor_seed(config["seed"], index, 2**20))
-        self.policy = Policy(self.model, generator=self.generator)
+        self.policy = acting_policy(self.model, generator=self.generator)
         self.pool_blobs: dict[int, np.ndarray] = {}
         self.pool_ids: list[int] = []
         self.pool_probabilities = np.zeros(0)
@@ -102,7 +110,7 @@ class Actor:
             lanes = (index % sample.actors) * self.envs, sample.actors * self.envs
             self.policy = EpsilonGreedy(self.model, epsilon.initial, epsilon.spread, *lanes,
                                         np.random.default_rng(actor_seed(config["seed"], index, 2**21)))
-        self.lanes = [Lane(self.off_policy) for _ in range(self.envs)]
+        self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.team)]   # one per environment and seat
         self.results: list[EpisodeResult] = []    # the training episodes finished since the last segment
         self.steps = 0
         self.loop = asyncio.new_event_loop()
@@ -189,30 +197,45 @@ class Actor:
         picks = [int(p) for p in self.random.choice(len(self.pool_ids), size=len(others), p=self.pool_probabilities)]
         return learner, list(zip(others, picks)), POOL, [self.pool_ids[p] for p in picks]
 
+    def _controllers(self, episode: Episode, mdp: MDP) -> list[Controller]:
+        """The episode's controllers wrapped (frame skip, statistics; the global state with a central critic)."""
+        controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
+        return [CentralState(c, mdp) for c in controllers] if self.central else controllers
+
     async def _run_slot(self, slot: int) -> None:
-        mdp, lane = self.mdps[slot], self.lanes[slot]
+        mdp, team = self.mdps[slot], self.team
         while True:
-            learner, opponents, kind, snapshot_ids = self._pick_opponents()
-            episode = mdp.reset(learner, *(seat for seat, _ in opponents))
-            controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
-            players = [self._learn(controllers[0], lane, slot)]
+            if team > 1:                                  # rl.shared_seats: the learner plays every seat
+                learners, opponents, kind, snapshot_ids = list(range(team)), [], NONE, []
+            else:
+                learner, opponents, kind, snapshot_ids = self._pick_opponents()
+                learners = [learner]
+            episode = mdp.reset(*learners, *(seat for seat, _ in opponents))
+            controllers = self._controllers(episode, mdp)
+            players = [self._learn(controllers[i], self.lanes[slot * team + i], slot * team + i) for i in range(team)]
             mean = self.mean_probability > 0 and self.random.random() < self.mean_probability
             server = self.pool_policy_mean if mean else self.pool_policy
-            players += [self._play(c, server, self.model, index) for c, (_, index) in zip(controllers[1:], opponents)]
+            players += [self._play(c, server, self.model, index) for c, (_, index) in zip(controllers[team:], opponents)]
             await asyncio.gather(*players, *episode.ticks)
-            own = EpisodeResult.of(controllers[0].get_result(), opponent=kind, snapshots=snapshot_ids)
+            own = [EpisodeResult.of(c.get_result(), opponent=kind, snapshots=snapshot_ids) for c in controllers[:team]]
             if opponents:
-                own.scores = pairwise_scores(own, [EpisodeResult.of(c.get_result()) for c in controllers[1:]])
-            self.results.append(own)
+                own[0].scores = pairwise_scores(own[0], [EpisodeResult.of(c.get_result()) for c in controllers[1:]])
+            self.results.extend(own)
 
     async def _learn(self, controller: Controller, lane: Lane, slot: int) -> None:
+        """Play one seat for the learner, recording its steps in ``lane``; ``slot`` tags its requests (a lane of
+        this actor: its recurrent memory, its ε)."""
         batcher = self.model.batcher
+        memory = self.policy if isinstance(self.policy, RecurrentPolicy) else None
+        if memory is not None:
+            memory.reset(slot)                          # an episode starts from the zero state
         self.inference.register()
         try:
             while await controller.ready():
                 observation = batcher.convert(controller.get_state())
+                state = None if memory is None else memory.state(slot)
                 action, log_prob, value = await self.inference.act(self.policy, observation, slot)
-                lane.decide(observation, action, log_prob, value, self.version)
+                lane.decide(observation, action, log_prob, value, self.version, state)
                 if len(lane.values) == self.truncation + 1:  # this lane just filled: maybe all have
                     self._check_ready()
                 await controller(self.model.env_action(action))
@@ -229,6 +252,9 @@ class Actor:
         """Act for one seat until the episode ends or, with ``max_steps`` > 0, that many decisions were made;
         whether the cap ended it."""
         inference = inference or self.inference
+        memory = server if isinstance(server, RecurrentPolicy) else None
+        if memory is not None:
+            memory.reset(tag)
         inference.register()
         steps = 0
         try:
@@ -241,6 +267,8 @@ class Actor:
                 steps += 1
             return False
         finally:
+            if memory is not None:
+                memory.forget(tag)
             inference.unregister()
 
     # ---- evaluation ----------------------------------------------------------------------------------------
@@ -259,7 +287,7 @@ class Actor:
             while queue:
                 number, (seats, players) = queue.pop(0)
                 episode = mdp.reset(*seats)
-                controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
+                controllers = self._controllers(episode, mdp)
                 ticks = [asyncio.ensure_future(tick) for tick in episode.ticks]
                 capped = await asyncio.gather(*(self._play(c, server, self.model, tag, inference, self.max_steps)
                                                 for c, (server, tag) in zip(controllers, players)))
@@ -287,7 +315,7 @@ class Actor:
         the newest pool snapshot), alternating seats; the learner's results."""
         if opponent not in (RULE, SELF):
             raise ValueError(f"evaluator.opponent={opponent!r}: expected {RULE!r} or {SELF!r}")
-        learner = Policy(self.model, deterministic=True)
+        learner = acting_policy(self.model, deterministic=True)
         newest: Server | None = None
         if opponent == SELF and self.seats > 1:
             if not self.pool_ids:
@@ -296,9 +324,12 @@ class Actor:
                                       deterministic=True)
         jobs = []
         for number in range(episodes):
+            if self.team > 1:                   # every seat the learner's (a memory per seat and game)
+                jobs.append((list(range(self.team)), [(learner, number * self.team + i) for i in range(self.team)]))
+                continue
             seat = number % self.seats
             others = [s for s in range(self.seats) if s != seat] if newest is not None else []
-            jobs.append(([seat, *others], [(learner, 0)] + [(newest, 0)] * len(others)))
+            jobs.append(([seat, *others], [(learner, number)] + [(newest, 0)] * len(others)))  # a memory per game
         results = [per_seat[0] for per_seat in self._run_episodes(jobs)]
         kind = opponent if self.seats > 1 else NONE
         return [{**result, "opponent": kind} for result in results]
@@ -336,7 +367,7 @@ class Actor:
         for mdp in (*self.mdps, *self.eval_mdps):
             mdp.close()
         self.mdp_config, self.mdps, self.eval_mdps = mdp_config, mdps, []
-        self.lanes = [Lane(self.off_policy) for _ in range(self.envs)]
+        self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.team)]
         self.results, self.steps, self.failure = [], 0, None
 
     def _stop_slots(self) -> None:

@@ -34,6 +34,44 @@ class Policy:
         return list(zip(actions.numpy(), log_probs.tolist(), values.tolist()))
 
 
+class RecurrentPolicy(Policy):
+    """A recurrent model used for acting: an item's tag names its memory (an environment slot, an evaluation game),
+    whose state ``(S,)`` each forward advances. :meth:`reset` starts a memory afresh (an episode's start),
+    :meth:`forget` drops it."""
+
+    def __init__(self, model: ActorCritic, deterministic: bool = False, generator: torch.Generator | None = None
+                 ) -> None:
+        super().__init__(model, deterministic, generator)
+        self.zero = np.zeros(model.state_size, np.float32)
+        self.memories: dict[int, np.ndarray] = {}
+
+    def reset(self, tag: int) -> None:
+        self.memories[tag] = self.zero
+
+    def forget(self, tag: int) -> None:
+        self.memories.pop(tag, None)
+
+    def state(self, tag: int) -> np.ndarray:
+        """``(S,)`` the state the next forward of ``tag`` starts from."""
+        return self.memories.get(tag, self.zero)
+
+    def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:
+        batch = torch.from_numpy(np.stack([observation for observation, _ in items]))
+        states = torch.from_numpy(np.stack([self.state(tag) for _, tag in items]))
+        actions, log_probs, values, states = self.model.act_step(batch, states, self.deterministic, self.generator)
+        for (_, tag), state in zip(items, states.numpy()):
+            self.memories[tag] = state
+        return list(zip(actions.numpy(), log_probs.tolist(), values.tolist()))
+
+
+def acting_policy(model: ActorCritic, deterministic: bool = False, generator: torch.Generator | None = None
+                  ) -> Policy:
+    """The acting server of ``model``: :class:`RecurrentPolicy` when it carries a state, else :class:`Policy`."""
+    if getattr(model, "state_size", 0):
+        return RecurrentPolicy(model, deterministic, generator)
+    return Policy(model, deterministic, generator)
+
+
 class EpsilonGreedy:
     """DQN's acting: the Q-network's greedy action, or with probability ε of the item's lane (its tag: a slot of
     this actor) a uniform random one. Lane ``i`` of the fleet's ``G`` explores with ``ε^(1 + spread · i / (G − 1))``

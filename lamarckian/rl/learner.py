@@ -78,13 +78,18 @@ class Learner(Trainer):
         (evolve.py's learners call this for each individual they train.)"""
         self.config = config
         self.model, self.seats = learner_network(config)
+        opponents = self.seats > 1 and not config["rl"]["shared_seats"]     # other seats: snapshots of a pool
+        if opponents and getattr(self.model, "state_size", 0):
+            raise ValueError(f"model.recurrent={config['model']['recurrent']} trains single-player MDPs or "
+                             f"rl.shared_seats games; this one has {self.seats} seats played by opponent snapshots "
+                             "(they act in one stacked feed-forward pass)")
         self.build_update(config)
         self.sample = SampleSettings.from_config(config)
         self.batch_steps = TrainSettings.from_config(config).batch
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         self.iteration = self.cost = 0
         self.elapsed = 0.0
-        self.pool = self._initial_pool(config) if self.seats > 1 else None
+        self.pool = self._initial_pool(config) if opponents else None
         self.pool_frozen = False
 
     def build_update(self, config: Mapping[str, Any]) -> None:

@@ -112,6 +112,14 @@ def vtrace_policy_advantages(rewards: torch.Tensor, values: torch.Tensor, target
     return rewards + discount * (final_values * truncated + following * continues) - values[:-1]
 
 
+def episode_starts(dones: torch.Tensor) -> torch.Tensor:
+    """``[T, L]`` bool: the step starts an episode because the step before it ended one (a recurrent state is
+    zeroed there). Step 0 is never marked: the actor's state stored before it is already a fresh one."""
+    starts = torch.zeros_like(dones, dtype=torch.bool)
+    starts[1:] = dones[:-1].bool()
+    return starts
+
+
 def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """``1 − Var(target − predicted) / Var(target)`` (a 0-d tensor): 1 when the critic is exact, 0 when it tells
     nothing, negative when it misleads; nan for a constant target."""
@@ -139,7 +147,7 @@ def ppo_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PP
     clip, critic, entropy_weight = (settings.clip, settings.critic, settings.entropy) if coefficients is None else \
         (coefficients["clip"], coefficients["critic"], coefficients["entropy"])
     average = (lambda x: x.mean()) if scale is None else (lambda x: x.sum() / scale.count)  # noqa: E731
-    distribution, value = model(batch["observations"])
+    distribution, value = model.replay(batch)
     log_prob = model.log_prob(distribution, batch["actions"])
     log_ratio = log_prob - batch["log_probs"]
     ratio = log_ratio.exp()
@@ -167,7 +175,7 @@ def vtrace_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings:
                 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """IMPALA's loss for one minibatch ``(n,)`` (Espeholt et al. 2018): the policy gradient weighted by the truncated
     importance weights ``min(ρ̄, π/μ)`` (constants), the value regressed on the V-trace targets, the entropy bonus."""
-    distribution, value = model(batch["observations"])
+    distribution, value = model.replay(batch)
     log_prob = model.log_prob(distribution, batch["actions"])
     log_ratio = log_prob - batch["log_probs"]
     ratio = log_ratio.detach().exp()
@@ -199,11 +207,23 @@ def adapted_lr(settings: PPOSettings, lr: float, kl: float) -> float:
     return lr
 
 
+def sequence_minibatch(batch: Mapping[str, torch.Tensor], lanes: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The sequences ``lanes (m,)`` of a recurrent batch (flat fields ``(T·L, ...)`` in ``[T, L]`` order, ``states
+    (L, S)``, ``starts [T, L]``): flat fields ``(T·m, ...)`` in ``[T, m]`` order, ``states (m, S)``, ``starts
+    [T, m]``."""
+    steps, count = batch["starts"].shape
+    rows = (torch.arange(steps, device=lanes.device).unsqueeze(1) * count + lanes.unsqueeze(0)).reshape(-1)
+    minibatch = {key: value[rows] for key, value in batch.items() if key not in ("states", "starts")}
+    return {**minibatch, "states": batch["states"][lanes], "starts": batch["starts"][:, lanes]}
+
+
 class PPO:
     """Owns the optimizer; :meth:`update` takes segments ``[T, L]`` and returns statistics."""
 
     def __init__(self, model: ActorCritic, settings: PPOSettings, seed: int = 0, ranks: Ranks | None = None) -> None:
         self.model, self.settings, self.ranks = model, settings, ranks
+        if ranks is not None and getattr(model, "state_size", 0):
+            raise ValueError("model.recurrent trains on one learner process (train.gpus: 1)")
         self.optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, eps=1e-5)
         self.lr = settings.lr
         self.generator = torch.Generator().manual_seed(seed)   # the same on every rank: one global permutation
@@ -227,8 +247,10 @@ class PPO:
             self.generator.set_state(state["ppo_generator"])
 
     def prepare(self, segments: list[Segment], version: int) -> dict[str, torch.Tensor]:
-        """Flat batch ``(N, ...)`` with advantages and targets computed by the current network, on its device.
-        Segment fields are numpy arrays (from remote actors) or tensors (from a vectorized task, already there)."""
+        """Flat batch ``(N, ...)`` in ``[T, L]`` order with advantages and targets computed by the current network,
+        on its device; a recurrent network's batch also holds ``states (L, S)`` and ``starts [T, L]`` (an episode
+        starts at the step: the previous one ended it). Segment fields are numpy arrays (from remote actors) or
+        tensors (from a vectorized task, already there)."""
         model = self.model
         device = next(model.parameters()).device
 
@@ -243,9 +265,15 @@ class PPO:
         if model.observation_normalizer is not None:
             self._fold(model.observation_normalizer, observations.reshape(steps * lanes, -1))
         actions, behaviour = cat("actions"), cat("log_probs")
+        sequences: dict[str, torch.Tensor] = {}
+        if getattr(model, "state_size", 0):
+            if any(s.states is None for s in segments):
+                raise ValueError("a recurrent network's segments must carry the actors' states")
+            sequences = {"states": torch.from_numpy(np.concatenate([s.states for s in segments])).to(device),
+                         "starts": episode_starts(cat("dones"))}
         with torch.no_grad():
             flat = observations.reshape(steps * lanes, *observations.shape[2:])
-            distribution, normalized = model(flat)
+            distribution, normalized = model.replay({"observations": flat, **sequences})
             log_prob = model.log_prob(distribution, actions.reshape(steps * lanes, *actions.shape[2:]))
             ratios = (log_prob.reshape(steps, lanes) - behaviour).exp()
             values = model.denormalize_value(normalized).reshape(steps, lanes)
@@ -269,7 +297,7 @@ class PPO:
         return {"observations": flat, "actions": actions.reshape(steps * lanes, *actions.shape[2:]),
                 "log_probs": behaviour.reshape(-1), "advantages": advantages.reshape(-1),
                 "targets": targets.reshape(-1), "old_values": old_values.reshape(-1), "staleness": staleness,
-                "explained_variance": explained}
+                "explained_variance": explained, **sequences}
 
     def _fold(self, normalizer: RunningNormalizer, batch: torch.Tensor) -> None:
         """Fold ``batch`` into a running normalizer (every rank's rows, with ranks)."""
@@ -306,7 +334,8 @@ class PPO:
         permutation, each rank computes its samples' share of the loss, and the gradients are summed: every rank
         takes the step one process would take on the whole batch."""
         settings, ranks, parameters = self.settings, self.ranks, list(self.model.parameters())
-        count = batch["advantages"].shape[0] * (ranks.size if ranks else 1)
+        recurrent = "states" in batch                   # minibatches of whole sequences (lanes)
+        count = batch["starts"].shape[1] if recurrent else batch["advantages"].shape[0] * (ranks.size if ranks else 1)
         size = max(1, count // settings.minibatches)
         device = batch["advantages"].device
         totals: dict[str, torch.Tensor] = {}
@@ -319,7 +348,7 @@ class PPO:
                     mine, local = owned_samples(index, lanes, ranks)
                     index = local[mine]
                     scale = self._scale(batch["advantages"][index], size)
-                minibatch = {k: v[index] for k, v in batch.items()}
+                minibatch = sequence_minibatch(batch, index) if recurrent else {k: v[index] for k, v in batch.items()}
                 if settings.objective == "vtrace":
                     if ranks is not None:
                         raise ValueError("rl.ppo.objective=vtrace (IMPALA) updates on one process")

@@ -11,6 +11,7 @@ import numpy as np
 from .results import EpisodeResult
 
 ARRAYS = ("observations", "actions", "log_probs", "values", "rewards", "dones", "truncated", "final_values")
+OPTIONAL = ("next_observations", "states")   # arrays only some learners' segments carry
 
 
 @dataclasses.dataclass
@@ -27,6 +28,8 @@ class Segment:
         results: the episodes that finished while it was recorded.
         next_observations: ``[T, L, ...]``, the observation after each step (the episode's last one where a time
             limit cut it), for the off-policy learners' replay; None for the on-policy ones.
+        states: ``(L, S)``, a recurrent policy's state before each lane's first step (zeros where an episode
+            starts there); None for feed-forward policies.
     """
 
     observations: Any
@@ -41,6 +44,7 @@ class Segment:
     steps: int = 0
     results: list[EpisodeResult] = dataclasses.field(default_factory=list)
     next_observations: Any = None
+    states: Any = None
 
     def finite(self) -> bool:
         """No NaN or infinity in the rewards and observations (a broken environment's output)."""
@@ -51,8 +55,9 @@ class Segment:
         """Arrays and plain data for the RPC layer (arrays travel as raw frames)."""
         wire = {**{name: getattr(self, name) for name in ARRAYS}, "version": int(self.version),
                 "steps": int(self.steps), "results": [r.to_wire() for r in self.results]}
-        if self.next_observations is not None:
-            wire["next_observations"] = self.next_observations
+        for name in OPTIONAL:
+            if getattr(self, name) is not None:
+                wire[name] = getattr(self, name)
         return wire
 
     @classmethod
@@ -63,19 +68,19 @@ class Segment:
         missing = [name for name in (*ARRAYS, "version", "steps", "results") if name not in data]
         if missing:
             raise ValueError(f"segment without {', '.join(missing)}")
-        bad = [name for name in (*ARRAYS, "next_observations") if name in data and not isinstance(data[name], np.ndarray)]
+        bad = [name for name in (*ARRAYS, *OPTIONAL) if name in data and not isinstance(data[name], np.ndarray)]
         if bad:
             raise ValueError(f"segment fields {', '.join(bad)} are not arrays")
         return cls(**{name: data[name] for name in ARRAYS}, version=int(data["version"]), steps=int(data["steps"]),
                    results=[EpisodeResult.from_wire(r) for r in data["results"]],
-                   next_observations=data.get("next_observations"))
+                   **{name: data.get(name) for name in OPTIONAL})
 
 
 class Lane:
     """One learner seat's continuous stream of steps (episodes follow each other in the same lane).
 
     A step is recorded in two halves: ``decide`` (observation, action, log-probability, value, weight
-    version) and ``outcome`` (reward, episode end). ``final_value`` is the value of the last observation of an
+    version, a recurrent policy's state before the step) and ``outcome`` (reward, episode end). ``final_value`` is the value of the last observation of an
     episode cut by a time limit (to bootstrap from), 0 otherwise.
 
     Args:
@@ -94,8 +99,12 @@ class Lane:
         self.dones: list[bool] = []
         self.truncated: list[bool] = []
         self.final_values: list[float] = []
+        self.states: list[np.ndarray] = []
 
-    def decide(self, observation: np.ndarray, action: np.ndarray, log_prob: float, value: float, version: int) -> None:
+    def decide(self, observation: np.ndarray, action: np.ndarray, log_prob: float, value: float, version: int,
+               state: np.ndarray | None = None) -> None:
+        if state is not None:
+            self.states.append(state)
         self.observations.append(observation)
         self.actions.append(action)
         self.log_probs.append(log_prob)
@@ -132,13 +141,15 @@ class Lane:
             "final_values": np.asarray(self.final_values[:length], np.float32),
             "version": min(self.versions[:length]),
         }
+        if self.states:
+            part["states"] = self.states[0]
         if self.keep_next:
             following = [self.final_observations.pop(t, None) for t in range(length)]
             part["next_observations"] = np.stack([self.observations[t + 1] if following[t] is None else following[t]
                                                   for t in range(length)])
             self.final_observations = {t - length: o for t, o in self.final_observations.items()}
         for name in ("observations", "actions", "log_probs", "values", "versions", "rewards", "dones", "truncated",
-                     "final_values"):
+                     "final_values", "states"):
             del getattr(self, name)[:length]
         return part
 
@@ -146,6 +157,7 @@ class Lane:
 def stack_lanes(parts: list[dict[str, Any]], steps: int, results: list[EpisodeResult]) -> Segment:
     """Lane parts ``[T]`` side by side as one segment ``[T, L]``; ``version`` is the oldest."""
     following = np.stack([p["next_observations"] for p in parts], axis=1) if "next_observations" in parts[0] else None
+    states = np.stack([p["states"] for p in parts]) if "states" in parts[0] else None
     return Segment(**{name: np.stack([p[name] for p in parts], axis=1) for name in ARRAYS},
                    version=min(p["version"] for p in parts), steps=steps, results=results,
-                   next_observations=following)
+                   next_observations=following, states=states)

@@ -53,7 +53,11 @@ def vec_model(task: VecTask, settings: Mapping[str, Any]) -> ActorCritic:
     """The actor-critic for ``task``'s observations and actions in [-1, 1] (``model`` section), on its device."""
     spaces = (gymnasium.spaces.Box(-np.inf, np.inf, (task.num_obs,), np.float32),
               gymnasium.spaces.Box(-1.0, 1.0, (task.num_actions,), np.float32))
-    return ActorCritic(*spaces, ModelSettings.from_mapping(settings)).to(task.device)
+    model_settings = ModelSettings.from_mapping(settings)
+    if model_settings.recurrent is not None:
+        raise ValueError(f"model.recurrent={model_settings.recurrent}: a vectorized task (mdp.create: vec) trains "
+                         "feed-forward networks; recurrent ones train on the actor fleet")
+    return ActorCritic(*spaces, model_settings).to(task.device)
 
 
 class VecLearner(Trainer):

@@ -1,0 +1,76 @@
+"""Memory (issue 16 §3): CartPole-v1 with its velocities hidden (``mdp/gym/cartpole_pomdp.yml``, the agent sees the
+cart position and the pole angle only). PPO with an LSTM (``rl/lstm.yml``) against the same PPO with the MLP, same
+run, same seeds: the LSTM's training seconds and env steps to an evaluation of 475; the MLP trains as long as the
+LSTM did on that seed (``--limit`` where the LSTM did not get there) and its best evaluation is printed.
+
+    python bench/memory.py [--seeds 0 1 2] [--limit 600] [--plot docs/memory.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from learning import run
+
+TASK, THRESHOLD = "mdp/gym/cartpole_pomdp.yml", 475.0
+CHANGES = ("evaluator.interval=2", "evaluator.episodes=10")
+
+
+def plot(curves: dict[str, list], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    for (name, seed), curve in curves.items():
+        axis.plot([c for c, _ in curve], [f for _, f in curve], marker=".", color="C0" if name == "lstm" else "C1",
+                  label=f"{name} seed {seed}")
+    axis.axhline(THRESHOLD, color="grey", linestyle="--", linewidth=1)
+    axis.set(title="CartPole-v1, velocities hidden", xlabel="env steps", ylabel="mean evaluation return")
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--limit", type=float, default=600.0, help="training seconds before the LSTM gives up")
+    parser.add_argument("--plot", type=Path, default=None, help="write the learning curves here (png)")
+    args = parser.parse_args()
+    print(f"# {time.strftime('%Y-%m-%d')} {platform.node()} {platform.processor() or platform.machine()}, "
+          f"seeds {args.seeds}, {TASK}")
+    print(f"{'policy':<6} {'seed':>4} {'train s':>8} {'env steps':>10} {'best eval':>9} {'last eval':>9}")
+    curves: dict[tuple[str, int], list] = {}
+    lstm, mlp = [], []
+    for seed in args.seeds:
+        with tempfile.TemporaryDirectory() as folder:
+            memory = run(TASK, THRESHOLD, seed, args.limit, Path(folder) / "lstm", "rl/lstm.yml", CHANGES)
+            budget = args.limit if math.isnan(memory["training"]) else max(30.0, memory["training"])
+            plain = run(TASK, THRESHOLD, seed, budget, Path(folder) / "mlp", "rl/ppo.yml", CHANGES)
+        for name, result, results in (("lstm", memory, lstm), ("mlp", plain, mlp)):
+            result["best"] = max(f for _, f in result["curve"])
+            results.append(result)
+            curves[(name, seed)] = result["curve"]
+            print(f"{name:<6} {seed:>4} {result['training']:>8.1f} {result['steps']:>10.0f} {result['best']:>9.1f} "
+                  f"{result['curve'][-1][1]:>9.1f}", flush=True)
+    solved = sum(not math.isnan(r["training"]) for r in lstm)
+    print(f"LSTM: median {statistics.median(r['training'] for r in lstm):.1f} s training, "
+          f"{statistics.median(r['steps'] for r in lstm):.0f} env steps to {THRESHOLD:g} (solved {solved}/{len(lstm)}); "
+          f"MLP with the same budget: best evaluation median {statistics.median(r['best'] for r in mlp):.1f}, "
+          f"max {max(r['best'] for r in mlp):.1f} (target: below 200)")
+    if args.plot:
+        plot(curves, args.plot)
+        print(f"learning curves: {args.plot}")
+
+
+if __name__ == "__main__":
+    main()
