@@ -30,14 +30,14 @@ TASKS = {"CartPole-v1": ("mdp/gym/cartpole.yml", 475.0, "rl/ppo.yml"),
          "CartPole-v1 A3C": ("mdp/gym/cartpole.yml", 475.0, "rl/a3c.yml")}
 
 
-def run(task_file: str, threshold: float, seed: int, limit: float, root: Path, learner: str = "rl/ppo.yml",
+def run(files: list[str], threshold: float, seed: int, limit: float, root: Path,
         changes: tuple[str, ...] = ("evaluator.interval=2", "evaluator.episodes=10")) -> dict[str, float]:
-    """``train.py -c mdp/gym.yml <task_file> <learner> -m <changes>`` in a subprocess until the evaluation return
-    reaches ``threshold`` or ``limit`` training seconds pass: seconds and env steps to the threshold (nan: not
-    reached), the process's wall time, the evaluation curve."""
+    """``train.py -c <files> -m <changes>`` in a subprocess until the evaluation return reaches ``threshold`` or
+    ``limit`` training seconds pass: seconds and env steps to the threshold (nan: not reached), the process's wall
+    time, the evaluation curve."""
     started = time.monotonic()
     completed = subprocess.run(
-        [sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml", task_file, learner, "-m",
+        [sys.executable, str(REPOSITORY / "train.py"), "-c", *files, "-m",
          f"seed={seed}", f"root={root}", *changes, "evaluator.progress=false", "evaluator.tensorboard=false",
          f"evaluator.terminate=self.fitness >= {threshold} or self.time > {limit}", "-D"],
         capture_output=True, text=True, cwd=REPOSITORY)
@@ -86,7 +86,7 @@ def main() -> None:
         results = []
         for seed in args.seeds:
             with tempfile.TemporaryDirectory() as folder:
-                result = run(task_file, threshold, seed, args.limit, Path(folder) / "run", learner)
+                result = run(["mdp/gym.yml", task_file, learner], threshold, seed, args.limit, Path(folder) / "run")
             results.append(result)
             curves.setdefault(task, []).append((seed, result["curve"]))
             print(f"{task:<16} {seed:>4} {result['seconds']:>8.1f} {result['steps']:>10.0f} {result['wall']:>7.1f}",

@@ -96,7 +96,7 @@ def run_sb3(task: Task, seed: int, limit: float) -> dict[str, Any]:
 def run_ours(task: Task, seed: int, limit: float, eval_seconds: float) -> dict[str, Any]:
     threshold = task.threshold if task.threshold is not None else float("inf")
     with tempfile.TemporaryDirectory() as folder:
-        result = run(task.task_file, threshold, seed, limit, Path(folder) / "run", task.learner,
+        result = run(["mdp/gym.yml", task.task_file, task.learner], threshold, seed, limit, Path(folder) / "run",
                      (f"evaluator.interval={eval_seconds}", "evaluator.episodes=5", *task.ours))
     returns = [fitness for _, fitness in result["curve"]]
     return {**result, "final": returns[-1] if returns else float("nan"), "best": max(returns, default=float("nan")),

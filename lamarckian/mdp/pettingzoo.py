@@ -13,19 +13,24 @@ from .base import PlayerSpec
 from .simultaneous import SimultaneousMDP
 from .turns import TurnMDP
 
-ALLOWED_PREFIX = "pettingzoo."
+ALLOWED_PREFIXES = ("pettingzoo.", "mpe2.")   # config strings may import these packages' modules only
+
+
+def game_module(module: str) -> Any:
+    """The imported ``mdp.pettingzoo.module`` (only under :data:`ALLOWED_PREFIXES`); ValueError naming it."""
+    if not module.startswith(ALLOWED_PREFIXES):
+        raise ValueError(f"mdp.pettingzoo.module={module!r}: must be a module under {' or '.join(ALLOWED_PREFIXES)}")
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise ValueError(f"mdp.pettingzoo.module={module!r}: {error}") from None
 
 
 def pettingzoo_mdp(module: str, kwargs: dict[str, Any] | None = None, rule: str = "random",
                    seed: int | None = None) -> SimultaneousMDP | TurnMDP:
     """The game of ``mdp.pettingzoo.module``: its ``parallel_env`` as a :class:`ParallelMDP` where it has one, else
     its AEC ``env`` as a turn-based :class:`~.turns.TurnMDP` (seats nobody controls follow ``rule``)."""
-    if not module.startswith(ALLOWED_PREFIX):
-        raise ValueError(f"mdp.pettingzoo.module={module!r}: must be a module under {ALLOWED_PREFIX}")
-    try:
-        imported = importlib.import_module(module)
-    except ImportError as error:
-        raise ValueError(f"mdp.pettingzoo.module={module!r}: {error}") from None
+    imported = game_module(module)
     if hasattr(imported, "parallel_env"):
         return ParallelMDP(module, kwargs, seed)
     if not hasattr(imported, "env"):
@@ -41,11 +46,9 @@ class ParallelMDP(SimultaneousMDP):
     """
 
     def __init__(self, module: str, kwargs: dict[str, Any] | None = None, seed: int | None = None) -> None:
-        if not module.startswith(ALLOWED_PREFIX):
-            raise ValueError(f"mdp.pettingzoo.module={module!r}: must be a module under {ALLOWED_PREFIX}")
         try:
-            self.env = importlib.import_module(module).parallel_env(**(kwargs or {}))
-        except (ImportError, AttributeError) as error:
+            self.env = game_module(module).parallel_env(**(kwargs or {}))
+        except AttributeError as error:
             raise ValueError(f"mdp.pettingzoo.module={module!r}: {error}") from None
         self.agents = list(self.env.possible_agents)
         self.specs = [PlayerSpec(self.env.observation_space(a), self.env.action_space(a)) for a in self.agents]

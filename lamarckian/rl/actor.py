@@ -312,10 +312,15 @@ class Actor:
 
     def evaluate(self, episodes: int, opponent: str = RULE) -> list[dict[str, Any]]:
         """Play ``episodes`` episodes with the deterministic policy against ``opponent`` (``rule``, or ``self``:
-        the newest pool snapshot), alternating seats; the learner's results."""
+        the newest pool snapshot), alternating seats; the learner's results. With ``rl.shared_seats`` the policy
+        plays every seat (``opponent`` does not apply) and the results are seat 0's."""
         if opponent not in (RULE, SELF):
             raise ValueError(f"evaluator.opponent={opponent!r}: expected {RULE!r} or {SELF!r}")
         learner = acting_policy(self.model, deterministic=True)
+        if self.team > 1:                               # a memory per seat and game
+            jobs = [(list(range(self.team)), [(learner, number * self.team + i) for i in range(self.team)])
+                    for number in range(episodes)]
+            return [{**per_seat[0], "opponent": NONE} for per_seat in self._run_episodes(jobs)]
         newest: Server | None = None
         if opponent == SELF and self.seats > 1:
             if not self.pool_ids:
@@ -324,9 +329,6 @@ class Actor:
                                       deterministic=True)
         jobs = []
         for number in range(episodes):
-            if self.team > 1:                   # every seat the learner's (a memory per seat and game)
-                jobs.append((list(range(self.team)), [(learner, number * self.team + i) for i in range(self.team)]))
-                continue
             seat = number % self.seats
             others = [s for s in range(self.seats) if s != seat] if newest is not None else []
             jobs.append(([seat, *others], [(learner, number)] + [(newest, 0)] * len(others)))  # a memory per game

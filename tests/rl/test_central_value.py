@@ -88,3 +88,17 @@ def test_bad_central_value_settings_are_one_line(tmp_path, capsys, files, change
     error = capsys.readouterr().err.strip()
     assert message in error and len(error.splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_a_game_with_a_state_of_its_own_gives_that_state():
+    config = load(["mdp/pettingzoo/spread.yml"], [])
+    mdp = create_mdp(config["mdp"], seed=0)
+    try:
+        assert central_observation_space(mdp)["state"].shape == (54,)          # MPE's state(): 3 × 18
+        episode = mdp.reset(0, 1, 2)
+        observation = CentralState(episode.controllers[2], mdp).get_state()
+        assert np.array_equal(observation["state"], mdp.env.state()) and observation["observation"].shape == (18,)
+        for tick in episode.ticks:
+            tick.close()
+    finally:
+        mdp.close()
