@@ -72,7 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         mdp = create_mdp(config["mdp"], seed=config["seed"])
         if len(mdp) < 2:
             raise ValueError(f"evaluate.py rates games; mdp.create={config['mdp']['create']!r} has one player")
-        entrants = entrants_of(arguments, folders, build_model(mdp, config))
+        template = build_model(mdp, config)
+        if getattr(template, "state_size", 0):
+            raise ValueError(f"model.recurrent={config['model']['recurrent']}: tournaments play feed-forward policies "
+                             "(every seat's snapshot in one stacked forward)")
+        entrants = entrants_of(arguments, folders, template)
         if len(entrants) < len(mdp):
             raise ValueError(f"{arguments.checkpoints}: a tournament of {len(mdp)}-player games needs at least "
                              f"{len(mdp)} checkpoints, found {len(entrants)}")

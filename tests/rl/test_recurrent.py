@@ -129,3 +129,11 @@ def test_bad_recurrent_settings_are_one_line(tmp_path, capsys, files, changes, m
     error = capsys.readouterr().err.strip()
     assert message in error and len(error.splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_a_tournament_of_recurrent_policies_is_refused_in_one_line(tmp_path, capsys):
+    from lamarckian.evaluate import main as evaluate_main
+
+    assert evaluate_main(["-c", "rl/lstm.yml", "--checkpoints", str(tmp_path)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "model.recurrent=lstm: tournaments play feed-forward policies" in error and len(error.splitlines()) == 1
