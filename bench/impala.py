@@ -2,7 +2,7 @@
 an evaluation win rate of ``--target`` against the rule opponent, and IMPALA's policy lag (weight versions behind,
 mean and maximum per update) from its TensorBoard scalars.
 
-    python bench/impala.py [--limit 900] [--target 0.9] [--seeds 0]
+    python bench/impala.py [--limit 900] [--target 0.9] [--seeds 0 1 2]
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def lag(run: Path) -> list[tuple[float, float]]:
 def train(learner: str, seed: int, limit: float, target: float, root: Path) -> dict:
     completed = subprocess.run(
         [sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/pong.yml", LEARNERS[learner], "-D", "-m",
-         f"root={root}", f"seed={seed}", "evaluator.progress=false", "evaluator.interval=15",
+         f"root={root}", f"seed={seed}", "evaluator.progress=false", "evaluator.interval=5",
          f"evaluator.terminate=self.win >= {target} or self.time >= {limit}"],
         capture_output=True, text=True, cwd=REPOSITORY)
     if completed.returncode != 0:
@@ -55,7 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=float, default=900.0, help="training seconds at most per run")
     parser.add_argument("--target", type=float, default=0.9)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     print(f"# {time.strftime('%Y-%m-%d')} {platform.node()} {platform.processor() or platform.machine()}; Pong, "
           f"win rate target {args.target} against the rule opponent, at most {args.limit:.0f} s per run")

@@ -14,7 +14,7 @@ handled as the environment does (classic games end with a penalty for the mover)
 from __future__ import annotations
 
 import asyncio
-import copy
+import pickle
 from typing import Any
 
 import gymnasium
@@ -26,16 +26,15 @@ RULES = ("random", "lookahead")
 
 
 def snapshot(env: Any) -> Any:
-    """A copy of an unwrapped AEC game in its current state, to try moves on (``copy.deepcopy`` would rebuild it
-    fresh from its constructor arguments, as PettingZoo's environments pickle that way). Its spaces are shared, not
-    copied (a move never changes them; copying them was three quarters of the cost)."""
-    shared = {}
-    for value in env.__dict__.values():
-        if isinstance(value, gymnasium.Space) or (isinstance(value, dict) and value and all(
-                isinstance(item, gymnasium.Space) for item in value.values())):
-            shared[id(value)] = value
+    """A copy of an unwrapped AEC game in its current state, to try moves on. Its spaces are shared, not copied (a
+    move never changes them), and the rest of its state is copied through an in-memory pickle of this process's own
+    object (3× faster than ``copy.deepcopy``, which would also rebuild the game from its constructor arguments, as
+    PettingZoo's environments pickle that way; nothing from outside the process is ever unpickled here)."""
+    shared = {name: value for name, value in env.__dict__.items() if isinstance(value, gymnasium.Space) or (
+        isinstance(value, dict) and value and all(isinstance(item, gymnasium.Space) for item in value.values()))}
+    state = {name: value for name, value in env.__dict__.items() if name not in shared}
     clone = object.__new__(type(env))
-    clone.__dict__.update(copy.deepcopy(env.__dict__, shared))
+    clone.__dict__.update(pickle.loads(pickle.dumps(state, pickle.HIGHEST_PROTOCOL)), **shared)
     return clone
 
 

@@ -137,3 +137,11 @@ def test_a_tournament_of_recurrent_policies_is_refused_in_one_line(tmp_path, cap
     assert evaluate_main(["-c", "rl/lstm.yml", "--checkpoints", str(tmp_path)]) == 2
     error = capsys.readouterr().err.strip()
     assert "model.recurrent=lstm: tournaments play feed-forward policies" in error and len(error.splitlines()) == 1
+
+
+def test_image_observations_go_through_the_cnn_before_the_core():
+    space = gymnasium.spaces.Box(0, 255, (4, 42, 42), np.uint8)
+    model = ActorCritic(space, gymnasium.spaces.Discrete(3), ModelSettings.defaults(hidden=(32,), recurrent="gru"))
+    frames = torch.randint(0, 255, (5, 2, 4, 42, 42), dtype=torch.uint8)
+    out, value = model.unroll(frames, model.initial_state(2), torch.zeros(5, 2, dtype=torch.bool))
+    assert out.shape == (10, 3) and value.shape == (10,) and torch.isfinite(out).all()
