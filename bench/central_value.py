@@ -16,29 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from learning import run
+from learning import plot_panels, run
 
 FILES = ["mdp/pettingzoo/spread.yml"]
 VARIANTS = {"own": ("model.central_value=false",), "central": ("model.central_value=true",)}
 CHANGES = ("evaluator.interval=5", "evaluator.episodes=30")
-
-
-def plot(curves: dict[tuple[str, int], list], threshold: float, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(6, 3.5))
-    for (name, seed), curve in curves.items():
-        axis.plot([c for c, _ in curve], [f for _, f in curve], color="C0" if name == "central" else "C1",
-                  marker=".", label=f"{name} critic, seed {seed}")
-    axis.axhline(threshold, color="grey", linestyle="--", linewidth=1)
-    axis.set(title="MPE simple_spread, 3 agents", xlabel="agent steps", ylabel="evaluation return (seat 0)")
-    axis.legend(fontsize=7)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
 
 
 def main() -> None:
@@ -67,7 +49,10 @@ def main() -> None:
     print(f"median training seconds to {args.threshold:g}: own critic {medians['own']:.1f}, central critic "
           f"{medians['central']:.1f} -> central/own {medians['central'] / medians['own']:.2f} (below 1: faster)")
     if args.plot:
-        plot(curves, args.threshold, args.plot)
+        plot_panels([("MPE simple_spread, 3 agents", args.threshold,
+                      [(f"{name} critic, seed {seed}", "C0" if name == "central" else "C1", curve)
+                       for (name, seed), curve in curves.items()])], args.plot, "agent steps",
+                    "evaluation return (seat 0)")
         print(f"learning curves: {args.plot}")
 
 

@@ -51,19 +51,22 @@ def run(files: list[str], threshold: float, seed: int, limit: float, root: Path,
             "wall": wall, "curve": [(row["cost"], row["fitness"]) for row in rows]}
 
 
-def plot(curves: dict[str, list], path: Path) -> None:
+def plot_panels(panels: list[tuple[str, float, list[tuple[str, str | None, list]]]], path: Path,
+                xlabel: str = "env steps", ylabel: str = "mean evaluation return") -> None:
+    """Learning curves to ``path`` (png): one panel per ``(title, threshold, [(label, colour or None, [(steps,
+    return)])])``, the threshold dashed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.5))
-    for axis, (task, runs) in zip(axes, curves.items()):
-        for seed, curve in runs:
-            axis.plot([c for c, _ in curve], [f for _, f in curve], marker=".", label=f"seed {seed}")
-        axis.axhline(TASKS[task][1], color="grey", linestyle="--", linewidth=1)
-        axis.set(title=task, xlabel="env steps", ylabel="mean evaluation return")
-        axis.legend()
+    figure, axes = plt.subplots(1, len(panels), figsize=(max(6, 5 * len(panels)), 3.5), squeeze=False)
+    for axis, (title, threshold, lines) in zip(axes[0], panels):
+        for label, colour, curve in lines:
+            axis.plot([c for c, _ in curve], [f for _, f in curve], marker=".", color=colour, label=label)
+        axis.axhline(threshold, color="grey", linestyle="--", linewidth=1)
+        axis.set(title=title, xlabel=xlabel, ylabel=ylabel)
+        axis.legend(fontsize=7)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)
@@ -97,7 +100,8 @@ def main() -> None:
                        f"{medians['wall']:.1f} s wall (solved {solved}/{len(results)}; threshold {threshold})")
     print("\n".join(summary))
     if args.plot:
-        plot(curves, args.plot)
+        plot_panels([(task, TASKS[task][1], [(f"seed {seed}", None, curve) for seed, curve in runs])
+                     for task, runs in curves.items()], args.plot)
         print(f"learning curves: {args.plot}")
 
 

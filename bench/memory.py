@@ -17,28 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from learning import run
+from learning import plot_panels, run
 
 TASK, THRESHOLD = "mdp/gym/cartpole_pomdp.yml", 475.0
 CHANGES = ("evaluator.interval=2", "evaluator.episodes=10")
-
-
-def plot(curves: dict[str, list], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(6, 3.5))
-    for (name, seed), curve in curves.items():
-        axis.plot([c for c, _ in curve], [f for _, f in curve], marker=".", color="C0" if name == "lstm" else "C1",
-                  label=f"{name} seed {seed}")
-    axis.axhline(THRESHOLD, color="grey", linestyle="--", linewidth=1)
-    axis.set(title="CartPole-v1, velocities hidden", xlabel="env steps", ylabel="mean evaluation return")
-    axis.legend(fontsize=7)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
 
 
 def main() -> None:
@@ -72,7 +54,9 @@ def main() -> None:
           f"MLP with {args.factor:g}x the LSTM's time: best evaluation median {statistics.median(r['best'] for r in mlp):.1f}, "
           f"max {max(r['best'] for r in mlp):.1f} (target: below 200)")
     if args.plot:
-        plot(curves, args.plot)
+        plot_panels([("CartPole-v1, velocities hidden", THRESHOLD,
+                      [(f"{name} seed {seed}", "C0" if name == "lstm" else "C1", curve)
+                       for (name, seed), curve in curves.items()])], args.plot)
         print(f"learning curves: {args.plot}")
 
 
