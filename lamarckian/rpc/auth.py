@@ -1,6 +1,12 @@
-"""Message authentication: an HMAC-SHA256 tag over every frame of every message.
+"""Authentication: a challenge-response handshake per connection, and an HMAC-SHA256 tag per message where a
+link needs one (between nodes without CurveZMQ, or ``rpc.mac: always``).
 
-The tag is ``HMAC-SHA256(secret, header || count || for each data frame: length || D)`` where ``D`` is the
+Handshake (both sides prove they hold the run secret; nothing of it can be replayed):
+client HELLO ``c`` (32 fresh random bytes) -> server CHALLENGE ``s, server_proof(c, s)`` -> client PROOF
+``client_proof(s, c, sealed)`` -> server PONG. ``s`` is fresh per handshake, so a recorded PROOF answers no
+later challenge; ``sealed`` (whether every later message carries a tag) is inside the proof.
+
+The per-message tag is ``HMAC-SHA256(secret, header || count || for each data frame: length || D)`` where ``D`` is the
 frame itself when it is smaller than :data:`BULK_THRESHOLD`, and otherwise (with ``bulk_mac: aes-gmac``) the
 16-byte AES-GMAC tag of the frame under a one-time key ``HMAC-SHA256(secret, "bulk" || nonce)[:16]``.
 Every header carries a fresh 16-byte nonce, so one-time keys never repeat. GMAC runs at memory speed
@@ -45,6 +51,31 @@ def adopt_secret(secret: bytes) -> None:
     """Make ``secret`` this process's run secret (a remote process adopts its caller's)."""
     global _run_secret
     _run_secret = bytes(secret)
+
+
+HANDSHAKE_NONCE_BYTES = 32
+_SERVER_ROLE = b"lamarckian-rpc server proof"
+_CLIENT_ROLE = b"lamarckian-rpc client proof"
+
+
+def handshake_nonce() -> bytes:
+    """32 fresh random bytes for one side of one handshake."""
+    return secrets.token_bytes(HANDSHAKE_NONCE_BYTES)
+
+
+def server_proof(secret: bytes, client_nonce: bytes, server_nonce: bytes) -> bytes:
+    """The server's answer to a HELLO: HMAC-SHA256 over both nonces (fixed lengths, so unambiguous)."""
+    return hmac.digest(secret, _SERVER_ROLE + client_nonce + server_nonce, "sha256")
+
+
+def client_proof(secret: bytes, server_nonce: bytes, client_nonce: bytes, sealed: bool) -> bytes:
+    """The client's answer to a CHALLENGE; binds the link's mode (``sealed``: every message tagged)."""
+    return hmac.digest(secret, _CLIENT_ROLE + server_nonce + client_nonce + bytes([sealed]), "sha256")
+
+
+def proofs_equal(expected: bytes, received: object) -> bool:
+    """Constant-time comparison that also accepts junk (anything not 32 bytes is simply wrong)."""
+    return isinstance(received, bytes) and len(received) == TAG_BYTES and hmac.compare_digest(expected, received)
 
 
 class NonceSource:

@@ -135,13 +135,19 @@ class Any(_Caller):
         self._turn = 0
 
     def _pick(self) -> Connection:
-        alive = [c for c in self.link.connections if c.alive]
-        if not alive:
-            dead = self.link.connections[0] if self.link.connections else None
+        """The live actor with the fewest calls in flight; ties go round-robin."""
+        connections = self.link.connections
+        count = len(connections)
+        self._turn += 1
+        best, fewest = None, 0
+        for offset in range(count):
+            connection = connections[(self._turn + offset) % count]
+            if connection.alive and (best is None or self._busy[connection] < fewest):
+                best, fewest = connection, self._busy[connection]
+        if best is None:
+            dead = connections[0] if connections else None
             raise ActorDiedError(dead.name if dead else "every actor", 0 if dead else None, "no live actor left")
-        self._turn = (self._turn + 1) % len(alive)
-        rotated = alive[self._turn:] + alive[:self._turn]
-        return min(rotated, key=lambda connection: self._busy[connection])
+        return best
 
     def submit(self, name: str, *args: Value, **kwargs: Value) -> tuple[Connection, int]:
         """Send a call to the least busy actor; returns a ticket for :meth:`result`."""
@@ -260,7 +266,8 @@ class Gather:
 
     ``gathering(name)`` makes each actor call ``self.name()`` in a loop and send every result;
     ``gather()`` returns the next one. Each actor has at most ``credits`` results in flight: it makes the
-    next one when the caller takes one (back-pressure). ``gathering(None)`` stops the loops.
+    next one when the caller takes one (back-pressure; the caller returns credits in batches of
+    ``max(1, credits // 2)``, one message per batch). ``gathering(None)`` stops the loops.
     """
 
     def __init__(self, everyone: All, credits: int = 1) -> None:  # noqa: A002 - the documented keyword
@@ -272,7 +279,9 @@ class Gather:
         self.all = everyone
         self.link = everyone.link
         self.credits = credits
+        self.credit_batch = max(1, credits // 2)
         self.last_index: int | None = None
+        self._owed: collections.Counter[Connection] = collections.Counter()
         self._call: list[Value] | None = None
 
     def gathering(self, name: str | None, *args: Value, **kwargs: Value) -> "_Stopper":
@@ -289,7 +298,8 @@ class Gather:
     def _start(self, connection: Connection) -> None:
         generation = self.link.next_id()
         self.link.generations[connection] = generation
-        self.link.send(connection, self.link.wire.pack(Kind.GATHER_START, generation, [*self._call, self.credits]))
+        self._owed[connection] = 0
+        self.link.post(connection, Kind.GATHER_START, generation, [*self._call, self.credits])
 
     def _stop(self) -> None:
         if self._call is None:
@@ -323,7 +333,10 @@ class Gather:
         if message.kind == Kind.ERROR:
             self.link.generations.pop(connection, None)
             raise_remote(message.value, connection.name)
-        self.link.send(connection, self.link.wire.pack(Kind.CREDIT, message.request_id, 1))
+        self._owed[connection] += 1
+        if self._owed[connection] >= self.credit_batch:
+            self.link.post(connection, Kind.CREDIT, message.request_id, self._owed[connection])
+            self._owed[connection] = 0
         return self.last_index, message.value
 
     def __call__(self, timeout: float | None = None) -> Value:

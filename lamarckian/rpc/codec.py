@@ -35,18 +35,32 @@ def _torch():
 
 
 class Encoder:
-    """Encodes one value; collects the buffers that travel as separate frames."""
+    """Encodes values one at a time (reusable, one thread); collects the buffers that travel as separate frames."""
 
     def __init__(self, serializer: str = "msgpack") -> None:
         self.serializer = serializer
         self.buffers: list[memoryview] = []
+        self._packer = msgpack.Packer(default=self._default, strict_types=True, use_bin_type=True)
 
     def encode(self, value: Any) -> bytes:
-        """Return the msgpack body; ``self.buffers`` holds the array buffers it references by index."""
+        """Return the msgpack body; ``self.buffers`` (a new list per call) holds the array buffers it references
+        by index."""
+        self.buffers = []
+        return self._pack(self._packer, value)
+
+    def _pack(self, packer: msgpack.Packer, value: Any) -> bytes:
         try:
-            return msgpack.packb(value, default=self._default, strict_types=True, use_bin_type=True)
+            return packer.pack(value)
         except OverflowError as error:
+            packer.reset()
             raise TypeError(f"cannot send integer outside 64 bits: {error}") from None
+        except Exception:
+            packer.reset()
+            raise
+
+    def _nested(self, value: Any) -> bytes:
+        """A value inside an extension (a tuple's items): packed by a fresh packer, buffers shared."""
+        return self._pack(msgpack.Packer(default=self._default, strict_types=True, use_bin_type=True), value)
 
     def _buffer(self, array: np.ndarray) -> int:
         self.buffers.append(memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8)))
@@ -59,7 +73,7 @@ class Encoder:
             index = self._buffer(value)
             return msgpack.ExtType(EXT_NDARRAY, msgpack.packb([index, value.dtype.str, list(value.shape)]))
         if isinstance(value, tuple):
-            return msgpack.ExtType(EXT_TUPLE, self.encode(list(value)))
+            return msgpack.ExtType(EXT_TUPLE, self._nested(list(value)))
         if isinstance(value, np.generic) and value.dtype.kind in SAFE_DTYPE_KINDS:
             return msgpack.ExtType(EXT_SCALAR, msgpack.packb([value.dtype.str, value.tobytes()]))
         torch = _torch()
@@ -153,8 +167,7 @@ class Decoder:
 def encode(value: Any, serializer: str = "msgpack") -> tuple[bytes, list[memoryview]]:
     """Encode ``value`` into ``(body, buffers)``; arrays are referenced, not copied."""
     encoder = Encoder(serializer)
-    body = encoder.encode(value)
-    return body, encoder.buffers
+    return encoder.encode(value), encoder.buffers
 
 
 def decode(body: bytes | memoryview, buffers: Sequence[memoryview], serializer: str = "msgpack") -> Any:

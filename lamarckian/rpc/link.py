@@ -4,6 +4,11 @@ All, Any and Gather each own a :class:`Link`. Calls are sent from the caller's t
 read in the same thread (no hand-off to a background thread: that is what keeps a round trip near the
 raw socket's). Many requests may be in flight; each carries an id. A peer whose connection drops is
 reported as :class:`ActorDiedError` by the next wait that needs it.
+
+Each new connection passes the handshake of :mod:`.auth` before its first call; links between nodes without
+CurveZMQ (or every link, ``rpc.mac: always``) then tag each message, the others trust the connection. Only the
+data sockets are polled per call; the sockets reporting connection deaths are read when a poll times out
+and every :data:`MONITOR_PERIOD` seconds while traffic flows.
 """
 
 from __future__ import annotations
@@ -19,11 +24,15 @@ import zmq
 
 from . import relay as relay_module
 from . import sockets
-from .auth import run_secret
+from .auth import handshake_nonce, run_secret
 from .connection import Connection
 from .errors import ActorDiedError, ProtocolError, RemoteError, RPCError
 from .settings import RpcSettings
-from .wire import Kind, Message, Wire
+from .wire import Kind, Message, Trust, Wire
+
+MONITOR_PERIOD = 0.05   # seconds
+_MONITOR_MS = int(MONITOR_PERIOD * 1000)
+_ANSWERS = frozenset({Kind.REPLY, Kind.ERROR, Kind.PONG, Kind.CHALLENGE})
 
 
 def _ray_handle_type() -> type | None:
@@ -78,6 +87,8 @@ class Link:
         self._replies: dict[int, dict[Connection, Message]] = {}
         self._relays = relay_module.Relays(self)
         self._by_socket: dict[zmq.Socket, Connection] = {}
+        self._monitored: list[Connection] = []
+        self._next_monitor_read = 0.0
         self._poller = zmq.Poller()
         self._node = sockets.node_id()
         self._finalizer = weakref.finalize(self, Link._shutdown, self.context, self.connections, self._relays)
@@ -92,31 +103,58 @@ class Link:
         for actor, endpoint in zip(actors, endpoints):
             if self.pattern not in endpoint["patterns"]:
                 raise TypeError(f"{endpoint['name']} is not decorated with @{self.pattern}")
-            added.append(self.attach(Connection(self.context, endpoint, self.settings, actor)))
+            added.append(self.attach(Connection(self.context, endpoint, self.settings, actor,
+                                                sealed=self.sealed_link(endpoint))))
         try:
-            self.wait(self.request(added, Kind.PING), timeout=self.settings.timeout, what="the start handshake")
+            self.handshake(added)
         except Exception:
             for connection in added:
                 self.detach(connection)
             raise
         return added
 
+    def sealed_link(self, endpoint: dict[str, Any]) -> bool:
+        """Whether messages to and from ``endpoint`` carry a tag each: with ``rpc.mac: always``, or to
+        another node without CurveZMQ."""
+        if self.settings.mac == "always":
+            return True
+        return endpoint.get("node") != self._node and not endpoint.get("curve_public_key")
+
+    def handshake(self, connections: Sequence[Connection]) -> None:
+        """Authenticate new connections both ways (HELLO, CHALLENGE, PROOF, PONG; a PING for peers without
+        the handshake); raises :class:`RPCError` if a peer cannot prove it holds the secret."""
+        timeout, what = self.settings.timeout, "the start handshake"
+        legacy = [connection for connection in connections if not connection.handshakes]
+        if legacy:
+            self.wait(self.request(legacy, Kind.PING), timeout, what)
+        modern = [connection for connection in connections if connection.handshakes]
+        if not modern:
+            return
+        nonce = handshake_nonce()
+        challenges = self.wait(self.request(modern, Kind.HELLO, nonce), timeout, what)
+        request_id = self.next_id()
+        for connection in modern:
+            proof = connection.answer_challenge(self.secret, nonce, challenges[connection])
+            self.send(connection, self.wire.pack(Kind.PROOF, request_id, proof, sealed=False))
+        self._expect(request_id, modern)
+        self.wait(request_id, timeout, what)
+
     def attach(self, connection: Connection, member: bool = True) -> Connection:
         """Start polling ``connection``: an actor's (``member``) or a relay's."""
         self._by_socket[connection.socket] = connection
-        self._by_socket[connection.monitor] = connection
         self._poller.register(connection.socket, zmq.POLLIN)
-        self._poller.register(connection.monitor, zmq.POLLIN)
+        self._monitored.append(connection)
         if member:
             self.connections.append(connection)
         return connection
 
     def detach(self, connection: Connection) -> None:
         """Stop polling and close ``connection``; the peer's server keeps running."""
-        for sock in (connection.socket, connection.monitor):
-            if sock in self._by_socket:
-                self._poller.unregister(sock)
-                del self._by_socket[sock]
+        if connection.socket in self._by_socket:
+            self._poller.unregister(connection.socket)
+            del self._by_socket[connection.socket]
+        if connection in self._monitored:
+            self._monitored.remove(connection)
         if connection in self.connections:
             self.connections.remove(connection)
         self.generations.pop(connection, None)
@@ -135,60 +173,78 @@ class Link:
     def next_id(self) -> int:
         return next(self._ids)
 
+    def post(self, connection: Connection, kind: Kind, request_id: int, value: Any = None) -> None:
+        """Send one message that expects no reply (gather start, credits), framed for the connection."""
+        self.send(connection, self.wire.pack(kind, request_id, value, sealed=connection.trust == Trust.SEALED))
+
     def send(self, connection: Connection, frames: list[Any]) -> None:
         sockets.send_frames(connection.socket, frames)
-        self.bytes_sent += sum(memoryview(frame).nbytes for frame in frames)
+        for frame in frames:
+            self.bytes_sent += len(frame)
 
     def request(self, connections: Sequence[Connection], kind: Kind, value: Any = None, *, relay: bool = False,
                 request_id: int | None = None) -> int:
-        """Send one message to each connection (encoded and signed once); returns its request id.
+        """Send one message to each connection (encoded once per framing); returns its request id.
         With ``relay``, remote nodes holding several targets get one copy through a relay."""
         request_id = self.next_id() if request_id is None else request_id
         for connection in connections:
             if not connection.alive:
                 raise ActorDiedError(connection.name, self.index(connection), connection.death)
-        frames = self.wire.pack(kind, request_id, value)
-        direct, relayed = self._relays.route(connections, self._node) if relay else (list(connections), {})
+        direct, relayed = self._relays.route(connections, self._node) if relay else (connections, {})
+        packed: dict[bool, list[Any]] = {}
         for connection in direct:
+            sealed = connection.trust == Trust.SEALED
+            frames = packed.get(sealed)
+            if frames is None:
+                frames = packed[sealed] = self.wire.pack(kind, request_id, value, sealed=sealed)
             self.send(connection, frames)
-        for relay_connection, targets in relayed.items():
-            self._relays.forward(relay_connection, targets, request_id, frames)
+        if relayed:  # the inner message travels on the relay's links inside its node
+            inner = self.wire.pack(kind, request_id, value, sealed=self.settings.mac == "always")
+            for relay_connection, targets in relayed.items():
+                self._relays.forward(relay_connection, targets, request_id, inner)
+        self._expect(request_id, connections)
+        return request_id
+
+    def _expect(self, request_id: int, connections: Sequence[Connection]) -> None:
         self._awaiting[request_id] = set(connections)
         self._replies[request_id] = {}
-        return request_id
 
     # --- receiving ----------------------------------------------------------------------------------
 
     def pump(self, timeout_ms: int | None) -> None:
-        """Wait up to ``timeout_ms`` (None: forever) for traffic and dispatch everything that arrived."""
-        events = self._poller.poll(timeout_ms)
-        monitors = []
+        """Wait up to ``timeout_ms`` (None: up to :data:`MONITOR_PERIOD`) for traffic and dispatch everything
+        that arrived; read the death reports when nothing came or the period is over."""
+        events = self._poller.poll(_MONITOR_MS if timeout_ms is None else min(timeout_ms, _MONITOR_MS))
         for sock, _ in events:
             connection = self._by_socket[sock]
-            if sock is connection.monitor:
-                monitors.append(connection)
-                continue
             for frames in sockets.readable_frames(sock):
                 self._dispatch(connection, frames)
-        for connection in monitors:  # after the data: a reply sent just before death still counts
-            connection.read_monitor()
+        now = time.monotonic()
+        if not events or now >= self._next_monitor_read:
+            self._next_monitor_read = now + MONITOR_PERIOD
+            for connection in self._monitored:
+                if connection.alive:
+                    connection.read_monitor()
+                    if not connection.alive:  # a reply sent just before the death still counts
+                        for frames in sockets.readable_frames(connection.socket):
+                            self._dispatch(connection, frames)
 
-    def _dispatch(self, connection: Connection, frames: list[zmq.Frame]) -> None:
+    def _dispatch(self, connection: Connection, frames: Sequence[Any], trust: Trust | None = None) -> None:
         try:
-            message = self.wire.unpack(frames)
+            message = self.wire.unpack(frames, connection.trust if trust is None else trust)
         except ProtocolError as error:
             self.dropped[error.reason] += 1
             return
-        if message.kind == Kind.RELAY_REPLY:
+        if message.kind == Kind.RELAY_REPLY:  # authenticated as a whole: the inner replies are trusted
             for target, inner in self._relays.unwrap(connection, message):
                 if inner is not None:
-                    self._dispatch(target, inner)
+                    self._dispatch(target, inner, Trust.CHANNEL)
             return
         self.deliver(connection, message)
 
     def deliver(self, connection: Connection, message: Message) -> None:
         awaiting = self._awaiting.get(message.request_id)
-        if awaiting is not None and connection in awaiting and message.kind in (Kind.REPLY, Kind.ERROR, Kind.PONG):
+        if awaiting is not None and connection in awaiting and message.kind in _ANSWERS:
             awaiting.discard(connection)
             self._replies[message.request_id][connection] = message
         elif self.generations.get(connection) == message.request_id and message.kind in (Kind.GATHER_ITEM, Kind.ERROR):

@@ -2,8 +2,8 @@
 
 Caller side, :class:`Relays` decides which targets go through a relay (``rpc.relay``), starts one relay
 process per remote node on demand (a Ray actor pinned to the node) and unwraps its answers. The relay
-(:class:`RelayServer`) verifies the caller's RELAY message, forwards the inner (already signed) frames to
-each target without copying them, and returns the targets' replies in one RELAY_REPLY. A target that
+(:class:`RelayServer`) verifies the caller's RELAY message, forwards the inner frames (framed for the links inside
+the node) to each target over its own authenticated connections without copying them, and returns the targets' replies in one RELAY_REPLY. A target that
 dies is reported as a reply of size -1, so the caller raises ActorDiedError naming it.
 """
 
@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import zmq
 
 from . import sockets
+from .auth import handshake_nonce
 from .connection import Connection
-from .errors import ActorDiedError, ProtocolError
+from .errors import ActorDiedError, ProtocolError, RPCError
 from .server import ServingThread
 from .settings import RpcSettings
 from .wire import Kind, Message
@@ -45,21 +46,41 @@ class RelayServer(ServingThread):
         self._targets: dict[str, Connection] = {}
         self._by_socket: dict[zmq.Socket, Connection] = {}
         self._pending: dict[Connection, collections.deque[tuple[_Job, int]]] = {}
+        self._poller = zmq.Poller()
         super().__init__(name=f"Relay(pid={os.getpid()})", secret=secret, settings=settings)
 
     def endpoint(self) -> dict[str, Any]:
         return {"address": self.address, "name": self.name, "node": sockets.node_id(), "pid": os.getpid(),
-                "patterns": ["relay"], "curve_public_key": self.curve_public_key}
+                "patterns": ["relay"], "curve_public_key": self.curve_public_key, "auth": "handshake"}
+
+    def _greeting(self) -> dict[str, Any]:
+        return {"name": self.name, "patterns": ["relay"]}
+
+    def _run(self) -> None:
+        """Poll the callers' socket and the targets' (the base class blocks on the one socket)."""
+        self._poller.register(self._socket, zmq.POLLIN)
+        try:
+            while True:
+                for sock, _ in self._poller.poll():
+                    if sock is not self._socket:
+                        self._target_readable(sock)
+                        continue
+                    while sock.get(zmq.EVENTS) & zmq.POLLIN:
+                        if not self._receive(sock):
+                            return
+        finally:
+            self._close_thread_sockets()
+            self._socket.close()
 
     def _handle(self, identity: bytes, message: Message) -> None:
         if message.kind == Kind.PING:
-            self._send(identity, Kind.PONG, message.request_id, {"name": self.name, "patterns": ["relay"]})
+            self._send(identity, Kind.PONG, message.request_id, self._greeting())
             return
         if message.kind != Kind.RELAY:
             raise ProtocolError("malformed", f"a relay does not take {message.kind.name}")
         value = message.value
         if not (isinstance(value, dict) and isinstance(value.get("targets"), list)
-                and isinstance(value.get("frames"), int) and 2 <= value["frames"] <= len(message.frames)):
+                and isinstance(value.get("frames"), int) and 1 <= value["frames"] <= len(message.frames)):
             raise ProtocolError("malformed", "a relay request is {targets, frames}")
         inner = message.frames[-value["frames"]:]
         job = _Job(identity, message.request_id, [None] * len(value["targets"]), len(value["targets"]))
@@ -78,8 +99,10 @@ class RelayServer(ServingThread):
         address, curve_key = target
         connection = self._targets.get(address)
         if connection is None:
-            endpoint = {"address": address, "name": address, "node": None, "curve_public_key": curve_key}
-            connection = Connection(self._context, endpoint, self.settings)
+            endpoint = {"address": address, "name": address, "node": None, "curve_public_key": curve_key,
+                        "auth": "handshake"}
+            connection = Connection(self._context, endpoint, self.settings, sealed=self.settings.mac == "always")
+            self._handshake_target(connection)
             self._targets[address] = connection
             self._pending[connection] = collections.deque()
             self._by_socket[connection.socket] = connection
@@ -88,11 +111,28 @@ class RelayServer(ServingThread):
             self._poller.register(connection.monitor, zmq.POLLIN)
         return connection
 
-    def _readable(self, sock: zmq.Socket) -> None:
-        connection = self._by_socket.get(sock)
-        if connection is None:
-            super()._readable(sock)
-        elif sock is connection.monitor:
+    def _handshake_target(self, connection: Connection) -> None:
+        """Authenticate a new connection to a target on this node, blocking (once per target); a target that
+        does not answer within ``rpc.timeout`` or fails the handshake is dead."""
+        nonce = handshake_nonce()
+        try:
+            sockets.send_frames(connection.socket, self._wire.pack(Kind.HELLO, 0, nonce, sealed=False))
+            proof = connection.answer_challenge(self.secret, nonce, self._next_reply(connection))
+            sockets.send_frames(connection.socket, self._wire.pack(Kind.PROOF, 0, proof, sealed=False))
+            if self._next_reply(connection).kind != Kind.PONG:
+                raise RPCError("no PONG")
+        except (RPCError, ProtocolError) as error:
+            connection.alive = False
+            connection.death = f"failed the relay's handshake: {error}"
+
+    def _next_reply(self, connection: Connection) -> Message:
+        if not connection.socket.poll(int(self.settings.timeout * 1000)):
+            raise RPCError(f"no answer within rpc.timeout={self.settings.timeout}s")
+        return self._wire.unpack(sockets.recv_frames(connection.socket), connection.trust)
+
+    def _target_readable(self, sock: zmq.Socket) -> None:
+        connection = self._by_socket[sock]
+        if sock is connection.monitor:
             connection.read_monitor()
             if not connection.alive:
                 pending = self._pending[connection]
@@ -165,9 +205,10 @@ class Relays:
             handle = ray.remote(num_cpus=0)(RelayActor).options(scheduling_strategy=strategy).remote()
             endpoint = ray.get(handle.start.remote(self.link.secret, self.link.settings.to_mapping()),
                                timeout=self.link.settings.start_timeout)
-            connection = self.link.attach(Connection(self.link.context, endpoint, self.link.settings, handle), member=False)
-            self._by_node[node] = (handle, connection)
-            self.link.wait(self.link.request([connection], Kind.PING), self.link.settings.timeout, "a relay handshake")
+            connection = Connection(self.link.context, endpoint, self.link.settings, handle,
+                                    sealed=self.link.sealed_link(endpoint))
+            self._by_node[node] = (handle, self.link.attach(connection, member=False))
+            self.link.handshake([connection])
         return self._by_node[node][1]
 
     def forward(self, relay: Connection, targets: list[Connection], request_id: int, frames: list[Any]) -> None:

@@ -11,6 +11,7 @@ import atexit
 import collections
 import dataclasses
 import os
+import secrets
 import threading
 import traceback
 import weakref
@@ -19,9 +20,12 @@ from typing import Any
 import zmq
 
 from . import sockets
+from .auth import HANDSHAKE_NONCE_BYTES, client_proof, handshake_nonce, proofs_equal, server_proof
 from .errors import ProtocolError
 from .settings import RpcSettings
-from .wire import Kind, Message, Wire
+from .wire import HANDSHAKE_KINDS, Kind, Message, Trust, Wire
+
+_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 _live_servers: "weakref.WeakSet[Server]" = weakref.WeakSet()
 
@@ -45,9 +49,14 @@ def describe_error(error: BaseException, actor: str) -> list[str]:
 class ServingThread:
     """A ROUTER socket bound to an OS-assigned port, served from one daemon thread until :meth:`stop`.
 
-    Subclasses implement :meth:`_handle` (one received message) and may add sockets to the poller and
-    work to do between polls (:meth:`_idle_work` returns whether more is ready right away).
+    Every peer passes the handshake of :mod:`.auth` before anything else it sends is read; a peer that proved
+    the secret and asked for a sealed link must tag every message. The thread blocks in ``recv`` on the one
+    socket (no poller on the hot path); :meth:`stop` wakes it through an in-process peer of the same socket.
+    Subclasses implement :meth:`_handle` (one authenticated message) and may do work between messages
+    (:meth:`_idle_work`, when :meth:`_idle_work_ready`).
     """
+
+    MAX_PENDING_HANDSHAKES = 1024
 
     def __init__(self, *, name: str, secret: bytes, settings: RpcSettings) -> None:
         self.name = name
@@ -55,19 +64,19 @@ class ServingThread:
         self.settings = settings
         self.stats: collections.Counter[str] = collections.Counter()
         self._wire = Wire(secret, settings)
+        self._peers: dict[bytes, Trust] = {}
+        self._challenges: collections.OrderedDict[bytes, tuple[bytes, bytes]] = collections.OrderedDict()
         self._context = zmq.Context(io_threads=1)
         self._socket = self._context.socket(zmq.ROUTER)
         sockets.configure(self._socket, settings)
         self.curve_public_key = sockets.make_server_curve(self._socket) if settings.curve else None
         self.address = sockets.bind_random_port(self._socket, sockets.bind_host(settings))
-        self._wake_send = self._context.socket(zmq.PAIR)
-        self._wake_recv = self._context.socket(zmq.PAIR)
         wake_address = f"inproc://lamarckian-rpc-wake-{id(self)}"
-        self._wake_recv.bind(wake_address)
-        self._wake_send.connect(wake_address)
-        self._poller = zmq.Poller()
-        self._poller.register(self._socket, zmq.POLLIN)
-        self._poller.register(self._wake_recv, zmq.POLLIN)
+        self._socket.bind(wake_address)
+        self._wake_identity = secrets.token_bytes(16)
+        self._wake = self._context.socket(zmq.DEALER)
+        self._wake.setsockopt(zmq.ROUTING_ID, self._wake_identity)
+        self._wake.connect(wake_address)
         self._thread = threading.Thread(target=self._run, name=f"lamarckian-rpc-{name}", daemon=True)
         self._thread.start()
         _live_servers.add(self)
@@ -75,42 +84,79 @@ class ServingThread:
     def stop(self) -> None:
         """Stop the thread and close every socket; idempotent."""
         if self._thread.is_alive():
-            self._wake_send.send(b"")
+            self._wake.send(b"")
             self._thread.join()
         if not self._context.closed:
-            self._wake_send.close()
+            self._wake.close()
             self._context.term()
         _live_servers.discard(self)
 
     def _run(self) -> None:
+        sock = self._socket
         try:
             while True:
-                events = self._poller.poll(0 if self._idle_work_ready() else None)
-                for sock, _ in events:
-                    if sock is self._wake_recv:
-                        return
-                    self._readable(sock)
-                self._idle_work()
+                if self._idle_work_ready():
+                    while sock.get(_EVENTS) & _POLLIN:
+                        if not self._receive(sock):
+                            return
+                    self._idle_work()
+                elif not self._receive(sock):
+                    return
         finally:
             self._close_thread_sockets()
-            self._socket.close()
-            self._wake_recv.close()
+            sock.close()
 
-    def _readable(self, sock: zmq.Socket) -> None:
-        if sock is not self._socket:
+    def _receive(self, sock: zmq.Socket) -> bool:
+        """Read and serve one message (blocking); False when it was the wake-up of :meth:`stop`."""
+        frames = sockets.recv_frames(sock)
+        identity = frames[0].bytes
+        if identity == self._wake_identity:
+            return False
+        try:
+            message = self._wire.unpack(frames[1:], self._peers.get(identity, Trust.NONE))
+            if message.kind in HANDSHAKE_KINDS:
+                self._handshake(identity, message)
+            else:
+                self._handle(identity, message)
+        except ProtocolError as error:
+            self.stats[error.reason] += 1
+        return True
+
+    def _handshake(self, identity: bytes, message: Message) -> None:
+        """HELLO -> CHALLENGE; PROOF -> the peer is authenticated (sealed or not, as it proved) -> PONG."""
+        if message.kind == Kind.HELLO:
+            if not (isinstance(message.value, bytes) and len(message.value) == HANDSHAKE_NONCE_BYTES):
+                raise ProtocolError("malformed", "a hello is a 32-byte nonce")
+            server_nonce = handshake_nonce()
+            self._challenges[identity] = (message.value, server_nonce)
+            self._challenges.move_to_end(identity)
+            while len(self._challenges) > self.MAX_PENDING_HANDSHAKES:  # a flood of hellos cannot grow memory
+                self._challenges.popitem(last=False)
+            proof = server_proof(self.secret, message.value, server_nonce)
+            self._send(identity, Kind.CHALLENGE, message.request_id, [server_nonce, proof])
             return
-        for frames in sockets.readable_frames(sock):
-            identity = frames[0].bytes
-            try:
-                self._handle(identity, self._wire.unpack(frames[1:]))
-            except ProtocolError as error:
-                self.stats[error.reason] += 1
+        if message.kind != Kind.PROOF:
+            raise ProtocolError("malformed", f"a server does not take {message.kind.name}")
+        pending = self._challenges.pop(identity, None)
+        value = message.value
+        if not (isinstance(value, list) and len(value) == 2 and isinstance(value[1], bool)):
+            raise ProtocolError("malformed", "a proof is [proof, sealed]")
+        if pending is None or not proofs_equal(client_proof(self.secret, pending[1], pending[0], value[1]), value[0]):
+            raise ProtocolError("unauthenticated", "handshake proof does not match this connection's challenge")
+        self._peers[identity] = Trust.SEALED if value[1] else Trust.CHANNEL
+        self.stats["handshakes"] += 1
+        self._send(identity, Kind.PONG, message.request_id, self._greeting())
+
+    def _greeting(self) -> dict[str, Any]:
+        """The PONG body: who answers."""
+        raise NotImplementedError
 
     def _send(self, identity: bytes, kind: Kind, request_id: int, value: Any = None, extra: Any = ()) -> None:
+        sealed = self._peers.get(identity) == Trust.SEALED
         try:
-            frames = self._wire.pack(kind, request_id, value, extra)
+            frames = self._wire.pack(kind, request_id, value, extra, sealed=sealed)
         except TypeError as error:  # the method returned something that cannot travel
-            frames = self._wire.pack(Kind.ERROR, request_id, describe_error(error, self.name))
+            frames = self._wire.pack(Kind.ERROR, request_id, describe_error(error, self.name), sealed=sealed)
         sockets.send_frames(self._socket, [identity, *frames])
 
     def _handle(self, identity: bytes, message: Message) -> None:
@@ -120,7 +166,7 @@ class ServingThread:
         return False
 
     def _idle_work(self) -> None:
-        """Work done after each poll (gather steps)."""
+        """Work done between messages (gather steps)."""
 
     def _close_thread_sockets(self) -> None:
         """Close sockets owned by the thread (a relay's target connections)."""
@@ -145,6 +191,7 @@ class Server(ServingThread):
             "pid": os.getpid(),
             "patterns": sorted(self.patterns),
             "curve_public_key": self.curve_public_key,
+            "auth": "handshake",
         }
 
     def _handle(self, identity: bytes, message: Message) -> None:
@@ -156,8 +203,11 @@ class Server(ServingThread):
     def _idle_work_ready(self) -> bool:
         return any(loop.credits > 0 for loop in self._loops.values())
 
+    def _greeting(self) -> dict[str, Any]:
+        return {"name": self.name, "patterns": sorted(self.patterns)}
+
     def _on_ping(self, identity: bytes, request_id: int, value: Any) -> None:
-        self._send(identity, Kind.PONG, request_id, {"name": self.name, "patterns": sorted(self.patterns)})
+        self._send(identity, Kind.PONG, request_id, self._greeting())
 
     def _resolve(self, call: Any) -> tuple[Any, tuple, dict]:
         if not (isinstance(call, list) and len(call) == 3 and isinstance(call[0], str)

@@ -9,6 +9,7 @@ from ..config.sections import Section, default_config, lookup_section
 
 SERIALIZERS = ("msgpack", "pickle")
 BULK_MACS = ("aes-gmac", "hmac-sha256")
+MAC_MODES = ("auto", "always")
 RELAY_MODES = ("auto", "always", "never")
 
 
@@ -23,6 +24,9 @@ class RpcSettings(Section):
         max_message_bytes: a received message whose frames add up to more is dropped and counted.
         serializer: ``"msgpack"`` (default, safe) or ``"pickle"`` (UNSAFE: lets any peer holding the secret
             run code in this process; only for a trusted cluster that must send arbitrary objects).
+        mac: which links carry an HMAC tag on every message after the per-connection handshake: ``"auto"``
+            (links between nodes without CurveZMQ; links on one node and CurveZMQ links trust the authenticated
+            connection) or ``"always"``.
         bulk_mac: how data frames of 64 KiB or more are bound into the message's HMAC-SHA256:
             ``"aes-gmac"`` (a per-message-keyed GMAC tag, ~20 GB/s) or ``"hmac-sha256"`` (the frame itself,
             ~1.5 GB/s). Small frames always go into the HMAC-SHA256 directly.
@@ -39,6 +43,7 @@ class RpcSettings(Section):
     heartbeat: float
     max_message_bytes: int
     serializer: str
+    mac: str
     bulk_mac: str
     curve: bool
     relay: str
@@ -52,6 +57,7 @@ class RpcSettings(Section):
             "heartbeat": 0 < self.heartbeat <= self.timeout,
             "max_message_bytes": self.max_message_bytes > 0,
             "serializer": self.serializer in SERIALIZERS,
+            "mac": self.mac in MAC_MODES,
             "bulk_mac": self.bulk_mac in BULK_MACS,
             "relay": self.relay in RELAY_MODES,
         }
@@ -61,6 +67,7 @@ class RpcSettings(Section):
             "heartbeat": "positive and at most rpc.timeout",
             "max_message_bytes": "a positive byte count",
             "serializer": f"one of {SERIALIZERS}",
+            "mac": f"one of {MAC_MODES}",
             "bulk_mac": f"one of {BULK_MACS}",
             "relay": f"one of {RELAY_MODES}",
         }

@@ -26,10 +26,15 @@ def readable_frames(socket: zmq.Socket) -> Iterator[list[zmq.Frame]]:
     """Every message waiting on ``socket`` now, as frames (``recv_multipart(copy=False)`` without its per-frame
     option lookups)."""
     while socket.get(_EVENTS) & _POLLIN:
-        frames = [socket.recv(copy=False)]
-        while frames[-1].more:
-            frames.append(socket.recv(copy=False))
-        yield frames
+        yield recv_frames(socket)
+
+
+def recv_frames(socket: zmq.Socket) -> list[zmq.Frame]:
+    """One whole message (blocking), as frames."""
+    frames = [socket.recv(copy=False)]
+    while frames[-1].more:
+        frames.append(socket.recv(copy=False))
+    return frames
 
 
 def configure(socket: zmq.Socket, settings: RpcSettings) -> None:
