@@ -30,6 +30,7 @@ import ray
 import zmq
 
 from lamarckian.rpc import All, Any, Gather, RpcSettings, all, any, gather
+from lamarckian.rpc.sockets import bind_host
 
 BROADCAST_BYTES = 4 << 20
 CHUNK_BYTES = 1 << 20
@@ -45,7 +46,7 @@ class Peer:
         self.chunk_array = np.ones(CHUNK_BYTES // 4, np.float32)
         self._context = zmq.Context()
         self._raw = self._context.socket(zmq.ROUTER)
-        self._raw.bind(f"tcp://{ray.util.get_node_ip_address() if ray.is_initialized() else '127.0.0.1'}:*")
+        self._raw.bind(f"tcp://{bind_host(RpcSettings.defaults())}:*")     # where our servers bind too
         self._raw_address = self._raw.getsockopt_string(zmq.LAST_ENDPOINT)
         threading.Thread(target=self._serve_raw, daemon=True).start()
 

@@ -167,6 +167,8 @@ class Any(_Caller):
 
     def __call__(self, name: str, *args: Value, **kwargs: Value) -> Value:
         """Run ``name(*args, **kwargs)`` on one free actor and return its result."""
+        if self.link.idle():
+            return self.link.call(self._pick(), [name, list(args), kwargs])
         return self.result(self.submit(name, *args, **kwargs))
 
     def map(self, calls: Iterable[Sequence[Value]], *, ordered: bool = True, depth: int = 1) -> Iterator[Value]:

@@ -9,6 +9,7 @@ separate buffers that the transport sends with ``copy=False``; decoding wraps re
 
 from __future__ import annotations
 
+import math
 import pickle
 import sys
 from typing import Any, Sequence
@@ -128,7 +129,7 @@ class Decoder:
         if not (isinstance(shape, list) and len(shape) <= MAX_DIMS and all(isinstance(d, int) and d >= 0 for d in shape)):
             raise ProtocolError("malformed", f"bad shape {shape!r}")
         buffer = self.buffers[index]
-        count = int(np.prod(shape, dtype=object))
+        count = math.prod(shape)
         if count * dtype.itemsize != buffer.nbytes:
             raise ProtocolError("malformed", f"shape {shape} of {dtype_str} does not match {buffer.nbytes} bytes")
         return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)

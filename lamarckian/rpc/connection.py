@@ -14,6 +14,7 @@ from .errors import RPCError
 from .settings import RpcSettings
 from .wire import Kind, Message, Trust
 
+MONITOR_PERIOD = 0.05   # seconds a blocking receive waits before the death reports are read
 _DEATH_EVENTS = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_AUTH
 
 
@@ -43,6 +44,7 @@ class Connection:
         self.trust = Trust.NONE if self.handshakes else Trust.SEALED
         self.socket = context.socket(zmq.DEALER)
         self.socket.setsockopt(zmq.ROUTING_ID, secrets.token_bytes(16))
+        self.socket.setsockopt(zmq.RCVTIMEO, int(MONITOR_PERIOD * 1000))
         sockets.configure(self.socket, settings)
         if endpoint.get("curve_public_key"):
             sockets.make_client_curve(self.socket, endpoint["curve_public_key"])

@@ -25,12 +25,11 @@ import zmq
 from . import relay as relay_module
 from . import sockets
 from .auth import handshake_nonce, run_secret
-from .connection import Connection
+from .connection import MONITOR_PERIOD, Connection
 from .errors import ActorDiedError, ProtocolError, RemoteError, RPCError
 from .settings import RpcSettings
 from .wire import Kind, Message, Trust, Wire
 
-MONITOR_PERIOD = 0.05   # seconds
 _MONITOR_MS = int(MONITOR_PERIOD * 1000)
 _ANSWERS = frozenset({Kind.REPLY, Kind.ERROR, Kind.PONG, Kind.CHALLENGE})
 
@@ -219,15 +218,32 @@ class Link:
             connection = self._by_socket[sock]
             for frames in sockets.readable_frames(sock):
                 self._dispatch(connection, frames)
-        now = time.monotonic()
-        if not events or now >= self._next_monitor_read:
-            self._next_monitor_read = now + MONITOR_PERIOD
-            for connection in self._monitored:
-                if connection.alive:
-                    connection.read_monitor()
-                    if not connection.alive:  # a reply sent just before the death still counts
-                        for frames in sockets.readable_frames(connection.socket):
-                            self._dispatch(connection, frames)
+        if not events or time.monotonic() >= self._next_monitor_read:
+            self._read_monitors()
+
+    def _read_monitors(self) -> None:
+        self._next_monitor_read = time.monotonic() + MONITOR_PERIOD
+        for connection in self._monitored:
+            if connection.alive:
+                connection.read_monitor()
+                if not connection.alive:  # a reply sent just before the death still counts
+                    for frames in sockets.readable_frames(connection.socket):
+                        self._dispatch(connection, frames)
+
+    def _receive_for(self, request_id: int, timeout_ms: int | None) -> None:
+        """Wait for traffic that ``request_id`` needs: with one peer and no relay, a blocking receive on its
+        socket (up to :data:`MONITOR_PERIOD`, then the death reports are read); else :meth:`pump`."""
+        awaiting = self._awaiting[request_id]
+        if len(awaiting) != 1 or self._relays.pending(request_id):
+            self.pump(timeout_ms)
+            return
+        connection = next(iter(awaiting))
+        try:
+            frames = sockets.recv_frames(connection.socket)
+        except zmq.Again:
+            self._read_monitors()
+            return
+        self._dispatch(connection, frames)
 
     def _dispatch(self, connection: Connection, frames: Sequence[Any], trust: Trust | None = None) -> None:
         try:
@@ -277,11 +293,41 @@ class Link:
                 self.forget(request_id)
                 raise RPCError(f"no answer to {what} from {late} within {timeout}s "
                                "(wrong secret, another protocol version, or a firewall?)")
-            self.pump(None if remaining is None else max(1, int(remaining * 1000)))
+            self._receive_for(request_id, None if remaining is None else max(1, int(remaining * 1000)))
         self._relays.finish(request_id)
         if self._awaiting.pop(request_id, None) is None:
             raise RPCError(f"request {request_id} was abandoned after a peer died")
         return self._replies.pop(request_id)
+
+    def call(self, connection: Connection, value: Any) -> Any:
+        """One CALL to one peer while nothing else waits for a reply (the lean path of ``Any``): send, then
+        block on that peer's socket; returns the result or raises the remote error. Other traffic that arrives
+        meanwhile (gathered items, late replies) is dispatched as usual."""
+        request_id = next(self._ids)
+        if not connection.alive:
+            raise ActorDiedError(connection.name, self.index(connection), connection.death)
+        self.send(connection, self.wire.pack(Kind.CALL, request_id, value, sealed=connection.trust == Trust.SEALED))
+        sock = connection.socket
+        while True:
+            try:
+                frames = sockets.recv_frames(sock)
+            except zmq.Again:
+                self._read_monitors()
+                if not connection.alive:
+                    raise ActorDiedError(connection.name, self.index(connection), connection.death) from None
+                continue
+            try:
+                message = self.wire.unpack(frames, connection.trust)
+            except ProtocolError as error:
+                self.dropped[error.reason] += 1
+                continue
+            if message.request_id == request_id and (message.kind == Kind.REPLY or message.kind == Kind.ERROR):
+                return self.value(connection, message)
+            self.deliver(connection, message)
+
+    def idle(self) -> bool:
+        """No request waits for a reply."""
+        return not self._awaiting
 
     def forget(self, request_id: int) -> None:
         """Drop a request: replies still on their way are discarded as stale."""

@@ -243,6 +243,10 @@ class Relays:
             if not relay.alive:
                 raise ActorDiedError(relay.name, None, relay.death)
 
+    def pending(self, request_id: int) -> bool:
+        """Whether part of ``request_id`` travels through a relay."""
+        return request_id in self._jobs
+
     def finish(self, request_id: int) -> None:
         self._jobs.pop(request_id, None)
 

@@ -201,7 +201,7 @@ class Server(ServingThread):
         handler(self, identity, message.request_id, message.value)
 
     def _idle_work_ready(self) -> bool:
-        return any(loop.credits > 0 for loop in self._loops.values())
+        return bool(self._loops) and any(loop.credits > 0 for loop in self._loops.values())
 
     def _greeting(self) -> dict[str, Any]:
         return {"name": self.name, "patterns": sorted(self.patterns)}

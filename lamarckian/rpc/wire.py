@@ -83,6 +83,8 @@ class Wire:
         self.signer = Signer(secret, settings.bulk_mac)
         self.settings = settings
         self._encoder = codec.Encoder(settings.serializer)
+        self._decoder = codec.Decoder((), settings.serializer)
+        self._max_bytes = settings.max_message_bytes
 
     def pack(self, kind: Kind, request_id: int, value: Any = None, extra: Sequence[Any] = (), *,
              sealed: bool = True) -> list[Any]:
@@ -100,12 +102,15 @@ class Wire:
     def unpack(self, frames: Sequence[Any], trust: Trust = Trust.SEALED) -> Message:
         """Verify and decode frames (bytes or ``zmq.Frame``) from a peer trusted as ``trust``; raises
         :class:`ProtocolError` with a reason (malformed, oversize, version, unauthenticated)."""
-        views = [frame.buffer if hasattr(frame, "buffer") else memoryview(frame) for frame in frames]
+        try:
+            views = [frame.buffer for frame in frames]          # zmq.Frame
+        except AttributeError:
+            views = [memoryview(frame) for frame in frames]     # bytes, memoryviews (a relay's inner frames)
         total = 0
         for view in views:
             total += view.nbytes
-        if total > self.settings.max_message_bytes:
-            raise ProtocolError("oversize", f"{total} bytes over rpc.max_message_bytes={self.settings.max_message_bytes}")
+        if total > self._max_bytes:
+            raise ProtocolError("oversize", f"{total} bytes over rpc.max_message_bytes={self._max_bytes}")
         if not views or views[0].nbytes < SHORT_BYTES:
             raise ProtocolError("malformed", f"{len(views)} frames")
         header = views[0]
@@ -129,4 +134,5 @@ class Wire:
         known = _KINDS.get(kind)
         if known is None:
             raise ProtocolError("malformed", f"unknown kind {kind}")
-        return Message(known, request_id, codec.decode(body, data, self.settings.serializer), data)
+        self._decoder.buffers = data
+        return Message(known, request_id, self._decoder.decode(body), data)
