@@ -247,14 +247,19 @@ def cross_node(options: argparse.Namespace) -> None:
     ray.init(address=cluster.address, log_to_driver=False)
     cluster.wait_for_nodes()
     try:
-        actors = [ray.remote(num_cpus=0)(Peer).options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)).remote()
-            for node in workers]
+        def place() -> list[Value]:
+            """One actor on each worker node (an actor serves one set of rpc settings)."""
+            return [ray.remote(num_cpus=0)(Peer).options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)).remote()
+                for node in workers]
+
+        actors = place()
         raw = RawClient(ray.get([actor.raw_address.remote() for actor in actors]))
         blob = np.random.default_rng(0).random(BROADCAST_BYTES // 4, dtype=np.float32)
         columns = {}
-        for label, settings in (("tag per message", RpcSettings.defaults()), ("CurveZMQ", RpcSettings.defaults(curve=True))):
-            patterns = Patterns(actors, settings, options)
+        for label, settings, group in (("tag per message", RpcSettings.defaults(), actors),
+                                       ("CurveZMQ", RpcSettings.defaults(curve=True), place())):
+            patterns = Patterns(group, settings, options)
             columns[label] = (patterns.broadcast(blob), patterns.round_trip(), patterns.gather_throughput())
             patterns.close()
         n = options.broadcasts

@@ -1,7 +1,8 @@
 """ZeroMQ RPC over Ray: ``@all/@any/@gather`` decorators and the ``All/Any/Gather`` callers.
 
-Ray creates and places processes and hands out addresses; every call's data travels over ZeroMQ,
-authenticated (HMAC-SHA256), with arrays as zero-copy frames and nothing unpickled.
+Ray creates and places processes and hands out addresses; every call's data travels over ZeroMQ on
+connections that both sides authenticate with a handshake (HMAC-SHA256 tags per message only between nodes
+without CurveZMQ), with arrays as zero-copy frames and nothing unpickled.
 """
 
 from .auth import run_secret

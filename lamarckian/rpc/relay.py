@@ -22,7 +22,7 @@ from .connection import Connection
 from .errors import ActorDiedError, ProtocolError, RPCError
 from .server import ServingThread
 from .settings import RpcSettings
-from .wire import Kind, Message
+from .wire import Kind, Message, Trust
 
 if TYPE_CHECKING:
     from .link import Link
@@ -214,7 +214,8 @@ class Relays:
     def forward(self, relay: Connection, targets: list[Connection], request_id: int, frames: list[Any]) -> None:
         """Send ``frames`` (one signed message) to ``targets`` through ``relay``."""
         description = [[t.endpoint["address"], t.endpoint.get("curve_public_key")] for t in targets]
-        outer = self.link.wire.pack(Kind.RELAY, request_id, {"targets": description, "frames": len(frames)}, extra=frames)
+        outer = self.link.wire.pack(Kind.RELAY, request_id, {"targets": description, "frames": len(frames)}, extra=frames,
+                                    sealed=relay.trust == Trust.SEALED)
         self.link.send(relay, outer)
         self._jobs.setdefault(request_id, []).append((relay, targets))
         self.relayed += 1

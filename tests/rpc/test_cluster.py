@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from lamarckian.rpc import All, Any, Gather, RpcSettings
+from lamarckian.rpc.wire import Trust
 
 from .peers import Echo
 
@@ -42,6 +43,8 @@ def test_all_any_gather_across_three_nodes_with_relays(cluster):
     assert ray.get([actor.node.remote() for actor in actors]) == nodes
 
     everyone = All(actors, settings=RpcSettings.defaults(relay="auto"))
+    # the head's actor trusts its authenticated connection; links to other nodes tag every message
+    assert [c.trust for c in everyone.link.connections] == [Trust.CHANNEL] + [Trust.SEALED] * 4
     blob = np.random.default_rng(0).random(2**20)  # 8 MB
     sent_before = everyone.link.bytes_sent
     assert everyone("checksum", blob) == pytest.approx([blob.sum()] * 5)
@@ -60,3 +63,15 @@ def test_all_any_gather_across_three_nodes_with_relays(cluster):
     with gather.gathering("count"):
         assert {gather()[0] for _ in range(40)} == {0, 1, 2, 3, 4}
     gather.close()
+
+
+def test_curve_links_between_nodes_trust_the_encrypted_connection(cluster):
+    ray, worker_nodes = cluster
+    actors = [place(ray, node, tag) for tag, node in enumerate(worker_nodes * 2)]
+    with All(actors, settings=RpcSettings.defaults(curve=True)) as everyone:
+        assert [c.trust for c in everyone.link.connections] == [Trust.CHANNEL] * 4
+        blob = np.arange(1 << 18, dtype=np.float32)
+        assert everyone("checksum", blob) == pytest.approx([float(blob.sum(dtype=np.float64))] * 4)
+        assert everyone.link._relays.relayed == 2
+        with Gather(everyone) as gather, gather.gathering("count"):
+            assert {gather()[0] for _ in range(40)} == {0, 1, 2, 3}
