@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     resumed = loop.resume()
     if resumed is not None and trainer.main:
         print(f"resuming from {resumed} (iteration {trainer.iteration}, {trainer.cost} env steps)", file=sys.stderr)
-    if config["mdp"]["create"] != "vec":
+    if config["mdp"]["create"] != "vec" and config["rl"]["remote"]["server"] is None:
         start_ray(config["ray"])
     with torch.autograd.set_detect_anomaly(args.debug):     # --debug: NaN sources named; off again afterwards
         return run_job(loop.run, None, trainer.close, "checkpoint")

@@ -268,9 +268,34 @@ class SACSettings(Section):
                  policy_delay=self.policy_delay >= 1, tau=0 < self.tau <= 1, alpha=self.alpha > 0)
 
 
+@dataclasses.dataclass(frozen=True)
+class RemoteSettings(Section):
+    """``rl.remote``: train from internet rollout workers through ``python -m lamarckian.remote server``."""
+
+    KEY = "rl.remote"
+
+    server: str | None
+    key: str | None
+    server_key: str | None
+    timeout: float
+    publish: float
+    batch: int
+
+    def __post_init__(self) -> None:
+        _require(self, timeout=self.timeout > 0, publish=self.publish >= 0, batch=self.batch >= 1)
+        if self.server is None:
+            return
+        if not str(self.server).startswith("tcp://"):
+            raise ValueError(f"rl.remote.server={self.server!r}: expected tcp://HOST:PORT")
+        missing = [name for name in ("key", "server_key") if not getattr(self, name)]
+        if missing:
+            raise ValueError(f"rl.remote.server is set: give {' and '.join(f'rl.remote.{m}' for m in missing)} "
+                             "(the trainer's NAME.key_secret and the server's public .key; docs/remote.md)")
+
+
 #: the sections of this layer, built (and so checked) by ``load()``
 RUN_SECTIONS = (TrainSettings, SampleSettings, EvaluatorSettings, CheckpointSettings, OpponentSettings, ReplaySettings,
-                DQNSettings, EpsilonSettings, SACSettings)
+                DQNSettings, EpsilonSettings, SACSettings, RemoteSettings)
 
 
 def check_sections(config: Mapping[str, Any], sources: Any) -> None:

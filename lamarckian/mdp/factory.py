@@ -13,7 +13,18 @@ KINDS = ("pong", "coins", "gym", "pettingzoo")
 
 def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None) -> MDP:
     """The MDP named by ``mdp.create`` (``pong``, ``coins``, ``gym``, ``pettingzoo``, or ``module:ClassName``: your
-    own :class:`MDP` subclass, built as ``ClassName(**mdp.kwargs, seed=seed)``), seeded with ``seed``."""
+    own :class:`MDP` subclass, built as ``ClassName(**mdp.kwargs, seed=seed)``), seeded with ``seed``; stepped in
+    real time when ``mdp.realtime.period`` is set."""
+    mdp = _create(mdp_config, seed)
+    period = (mdp_config.get("realtime") or {}).get("period")
+    if period is None:
+        return mdp
+    from .realtime import RealTimeMDP
+
+    return RealTimeMDP(mdp, period)
+
+
+def _create(mdp_config: Mapping[str, Any], seed: int | None) -> MDP:
     kind = mdp_config["create"]
     if is_plugin(kind):
         return load_plugin(kind, "mdp.create")(**dict(mdp_config.get("kwargs") or {}), seed=seed)

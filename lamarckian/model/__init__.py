@@ -1,9 +1,19 @@
-"""Networks, the flat weight blob and normalizers."""
+"""Networks, the flat weight blob and normalizers.
 
-from .blob import blob_size, load_blob, to_blob
-from .network import ActorCritic, ModelSettings
-from .normalizer import RunningNormalizer
-from .observation import ObservationBatcher
+Names are imported on first use (PEP 562), so that :mod:`lamarckian.model.observation` (numpy only) serves a
+deployment worker that runs an exported ONNX policy without torch.
+"""
 
-__all__ = ["ActorCritic", "ModelSettings", "ObservationBatcher", "RunningNormalizer", "blob_size", "load_blob",
-           "to_blob"]
+from importlib import import_module
+from typing import Any
+
+_WHERE = {"ActorCritic": "network", "ModelSettings": "network", "ObservationBatcher": "observation",
+          "RunningNormalizer": "normalizer", "blob_size": "blob", "load_blob": "blob", "to_blob": "blob"}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_WHERE[name]}", __name__), name)

@@ -19,6 +19,7 @@ from ..model.stacked import StackedPolicies
 from .a3c import segment_gradient
 from .inference import BatchedInference, EpsilonGreedy, PopulationPolicy, RecurrentPolicy, Server, acting_policy
 from .results import NONE, POOL, RULE, SELF, EpisodeResult, pairwise_scores
+from .seeds import actor_seed
 from .segment import Lane, stack_lanes
 
 ALGORITHMS = ("ppo", "a3c", "dqn", "sac")
@@ -42,11 +43,6 @@ def build_model(mdp: MDP, config: Mapping[str, Any]) -> torch.nn.Module:
     if algorithm == "sac":
         return SquashedGaussianPolicy(spec.observation, spec.action, settings)
     raise ValueError(f"rl.algorithm={algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
-
-
-def actor_seed(seed: int, index: int, slot: int) -> int:
-    """A distinct, reproducible seed per (run seed, actor, environment slot)."""
-    return (seed * 1_000_003 + index * 10_007 + slot) % (2**31)
 
 
 @rpc.gather

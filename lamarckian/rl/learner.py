@@ -21,7 +21,7 @@ import torch
 
 from .. import rpc
 from ..config import lookup
-from ..config.sections import EvaluatorSettings, SampleSettings, TrainSettings
+from ..config.sections import EvaluatorSettings, RemoteSettings, SampleSettings, TrainSettings
 from ..model import to_blob
 from ..record import Progress
 from ..record.checkpoint import upgrade_checkpoint
@@ -53,11 +53,14 @@ def fleet_learner(config: Mapping[str, Any]) -> "Learner":
 
 
 class Learner(Trainer):
-    """Trains one policy with a fleet of ``sample.actors`` Ray actors (run it with :class:`.loop.TrainingLoop`).
+    """Trains one policy with a fleet of ``sample.actors`` Ray actors, or with the remote workers of
+    ``rl.remote.server`` (run it with :class:`.loop.TrainingLoop`).
 
     Args:
         config: the resolved configuration.
     """
+
+    replays = False     # segments of any age are useful (off-policy learners): remote ONNX workers' segments too
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.update_group: UpdateGroup | None = None    # train.gpus > 1: the other ranks of the update
@@ -85,6 +88,12 @@ class Learner(Trainer):
                              "(they act in one stacked feed-forward pass)")
         self.build_update(config)
         self.sample = SampleSettings.from_config(config)
+        self.segments_per_poll = self.sample.actors * self.sample.credits   # at most in flight at once
+        self.remote = RemoteSettings.from_config(config).server
+        if self.remote is not None and (self.seats > 1 or config["rl"]["algorithm"] == "a3c"):
+            raise ValueError(f"rl.remote.server: remote workers send segments of single-player MDPs to ppo, dqn or "
+                             f"sac learners; this run has rl.algorithm={config['rl']['algorithm']} and "
+                             f"{self.seats} seats")
         self.batch_steps = TrainSettings.from_config(config).batch
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         self.iteration = self.cost = 0
@@ -141,6 +150,13 @@ class Learner(Trainer):
         return ray.remote(num_cpus=self.sample.num_cpus, max_restarts=0)(Actor).remote(*arguments)
 
     def start_actors(self) -> None:
+        if self.remote is not None:            # workers on other machines, through the relay server
+            from ..remote.fleet import connect
+
+            self.everyone, self.gather = connect(self.config, self.model, keep_fixed=self.replays)
+            self.segments_per_poll = RemoteSettings.from_config(self.config).batch
+            self.everyone("set_weights", self.version, to_blob(self.model))    # the workers start from these
+            return
         settings = rpc.RpcSettings.from_config(self.config)
         self.actors = [self._spawn() for _ in range(self.sample.actors)]
         self.everyone = rpc.All(self.actors, settings=settings)
@@ -197,6 +213,8 @@ class Learner(Trainer):
             ray.kill(actor, no_restart=True)
 
     def close(self) -> None:
+        if self.remote is not None and self.everyone is not None:
+            self.everyone.close()
         if self.gather is not None:
             try:
                 self.gather.close()
@@ -247,11 +265,16 @@ class Learner(Trainer):
                 training[f"win_{kind}"] = summarize(against)["win"]
         if results:
             self.training = training
+        stats.update(self.fleet_statistics())
         stats.update({"fps/sampling": steps / max(1e-9, collected - started),
                       "fps/learning": stats.get("samples", 0.0) / max(1e-9, updated - collected),
                       "fps/overall": steps / max(1e-9, updated - started), "dropped": float(self.dropped),
                       "replaced": float(self.replaced)})
         return stats
+
+    def fleet_statistics(self) -> dict[str, float]:
+        """The remote workers' counters (``remote/...``); none for Ray actors."""
+        return self.gather.statistics() if self.remote is not None else {}
 
     def advance(self, steps: int) -> np.ndarray:
         """Count one iteration of ``steps`` env steps under a new weight version and broadcast the weights (without
@@ -310,6 +333,8 @@ class Learner(Trainer):
 
     def opening_line(self) -> str:
         device = next(self.model.parameters()).device
+        if self.remote is not None:
+            return f"training from the remote workers of {self.remote}, the learner on {device}"
         return f"training: {self.sample.actors} actors × {self.sample.envs} environments, the learner on {device}"
 
     def evaluate(self) -> dict[str, float]:

@@ -32,6 +32,8 @@ class OffPolicyLearner(Learner):
     """DQN (``rl.algorithm: dqn``) or SAC (``sac``) with a fleet of ``sample.actors`` Ray actors; single-player
     MDPs, one learner process (run it with :class:`.loop.TrainingLoop`)."""
 
+    replays = True
+
     def build_update(self, config: Mapping[str, Any]) -> None:
         algorithm = config["rl"]["algorithm"]
         if self.seats > 1:
@@ -87,7 +89,7 @@ class OffPolicyLearner(Learner):
         """Store the segments that have arrived (waiting for them while the buffer is below ``start``); their env
         steps and finished episodes."""
         steps, results = 0, []
-        for _ in range(self.sample.actors * self.sample.credits):        # at most what can be in flight
+        for _ in range(self.segments_per_poll):
             try:
                 wire = self.gather(None if len(self.replay) < self.replay_settings.start else POLL_SECONDS)
             except TimeoutError:
@@ -147,6 +149,7 @@ class OffPolicyLearner(Learner):
             stats["epsilon"] = epsilon
         if results:
             self.training = summarize(results)
+        stats.update(self.fleet_statistics())
         stats.update({"updates": float(updates), "replay": float(len(self.replay)), "nonfinite": float(self.nonfinite),
                       "replaced": float(self.replaced), "fps/sampling": steps / max(1e-9, received - started),
                       "fps/learning": updates * self.replay_settings.batch / max(1e-9, updated - received),

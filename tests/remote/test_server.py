@@ -1,0 +1,127 @@
+"""The relay server over real CurveZMQ sockets: who gets in, what is counted, what is bounded."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from lamarckian.remote.client import KeyRefused
+from lamarckian.remote.keys import RESCAN_SECONDS
+from lamarckian.remote.server import ServerSettings
+
+from .helpers import relay, segment
+
+
+@pytest.fixture
+def server(tmp_path):
+    yield from relay(tmp_path)
+
+
+def wait_for(condition, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+def publish(server, version: int = 3, size: int = 10) -> None:
+    trainer = server.client("trainer")
+    blob = np.arange(size, dtype=np.float32)
+    assert trainer.request({"op": "publish", "version": version, "blob": blob, "extras": {"epsilon": 0.1}})["op"] == "ok"
+
+
+def test_an_unknown_key_is_refused_and_counted(server):
+    with pytest.raises(KeyRefused, match="refused the key .*mallory"):
+        server.client("mallory").request({"op": "hello", "policy": "torch"})
+    assert server.server.statistics()["refused"] >= 1
+    assert server.server.statistics()["workers"] == {}
+
+
+def test_workers_get_weights_only_when_they_changed(server):
+    publish(server, version=3)
+    alice = server.client("alice")
+    assert alice.request({"op": "hello", "policy": "torch"})["worker"] == "alice"
+    first = alice.request({"op": "weights", "have": -1})
+    np.testing.assert_array_equal(first["blob"], np.arange(10, dtype=np.float32))
+    assert first["version"] == 3 and first["extras"] == {"epsilon": 0.1}
+    ack = alice.request({"op": "segment", "have": 3, "segment": segment(), "imports": []})
+    assert ack["accepted"] and ack["version"] == 3 and "blob" not in ack
+    publish(server, version=4)
+    ack = alice.request({"op": "segment", "have": 3, "segment": segment(), "imports": []})
+    assert ack["version"] == 4 and "blob" in ack
+    ack = alice.request({"op": "segment", "segment": segment(), "imports": []})   # an ONNX worker: no have
+    assert "blob" not in ack
+
+
+def test_the_trainer_pulls_checked_segments_in_order(server):
+    alice = server.client("alice")
+    for fill in (1.0, 2.0):
+        assert alice.request({"op": "segment", "have": -1, "segment": segment(fill=fill), "imports": ["torch"]})["accepted"]
+    trainer = server.client("trainer")
+    answer = trainer.request({"op": "pull", "max": 8, "wait": 0.0})
+    assert [item["worker"] for item in answer["segments"]] == ["alice", "alice"]
+    assert [float(item["segment"]["observations"][0, 0, 0]) for item in answer["segments"]] == [1.0, 2.0]
+    assert answer["stats"]["workers"]["alice"]["imports"] == ["torch"]
+    started = time.monotonic()
+    assert trainer.request({"op": "pull", "max": 8, "wait": 0.3})["segments"] == []     # waits, then answers
+    assert 0.25 <= time.monotonic() - started < 3.0
+
+
+def test_garbage_drops_the_worker_and_is_counted(server):
+    bob = server.client("bob")
+    assert bob.request({"op": "hello", "policy": "torch"})["op"] == "welcome"
+    bob.socket.send_multipart([b"\xc1garbage", b"more"])
+    assert wait_for(lambda: server.server.statistics().get("garbage") == 1)
+    stats = server.server.statistics()
+    assert stats["dropped_workers"] == 1 and stats["workers"]["bob"]["garbage"] == 1
+    assert bob.send({"op": "hello", "policy": "torch"}) is not None
+    assert bob.receive(0.5) is None                       # banned: its messages are ignored ...
+    assert wait_for(lambda: server.server.statistics().get("ignored", 0) >= 1)
+    with pytest.raises(KeyRefused):                       # ... and a new connection is refused
+        server.client("bob").request({"op": "hello", "policy": "torch"})
+    alice = server.client("alice")                         # the others carry on
+    assert alice.request({"op": "hello", "policy": "torch"})["worker"] == "alice"
+
+
+@pytest.mark.parametrize("message", [
+    {"op": "publish", "version": 1, "blob": np.zeros(3, np.float32)},      # a trainer's operation
+    {"op": "segment", "have": 0, "imports": [], "segment": {**segment(), "values": np.zeros((2, 2), np.float32)}},
+    {"op": "segment", "have": 0, "imports": [], "segment": {**segment(), "rewards": "many"}},
+    {"op": "segment", "have": 0, "imports": [], "segment": {**segment(), "results": [{"fitness": "high"}]}},
+    {"op": "segment", "have": "new", "imports": [], "segment": segment()},
+    {"op": "hello", "policy": "pickle"},
+    {"op": "launch"},
+])
+def test_messages_that_break_the_protocol_are_refused(server, message):
+    alice = server.client("alice")
+    alice.send(message)
+    assert wait_for(lambda: server.server.statistics().get("garbage") == 1)
+    assert server.server.statistics()["workers"]["alice"]["segments"] == 0
+    assert server.server.queue == type(server.server.queue)()
+
+
+def test_a_deleted_key_is_revoked_while_connected(server):
+    alice = server.client("alice")
+    assert alice.request({"op": "hello", "policy": "torch"})["worker"] == "alice"
+    (server.allowed / "alice.key").unlink()
+    time.sleep(RESCAN_SECONDS + 0.3)
+    alice.send({"op": "hello", "policy": "torch"})
+    assert alice.receive(1.0) is None
+    assert server.server.statistics()["ignored"] >= 1
+
+
+def test_the_rate_limit_and_the_queue_bound_hold(tmp_path):
+    settings = ServerSettings(queue=5, rate=1.0, burst=8.0)
+    for server in relay(tmp_path, settings):
+        alice = server.client("alice")
+        answers = [alice.request({"op": "segment", "have": -1, "segment": segment(), "imports": []}) for _ in range(12)]
+        accepted = sum(answer["accepted"] for answer in answers)
+        assert 8 <= accepted <= 9                           # the burst (and at most one token refilled meanwhile)
+        assert {answer.get("reason") for answer in answers if not answer["accepted"]} == {"rate limit"}
+        stats = server.server.statistics()
+        assert stats["rate_limited"] == 12 - accepted
+        assert stats["queued"] == 5 and stats["overflow"] == accepted - 5     # the oldest left
