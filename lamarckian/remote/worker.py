@@ -94,6 +94,7 @@ class OnnxRollout:
                 lane.decide(observation, policy_action, 0.0, 0.0, FIXED_VERSION)
                 if all(lane.ready(self.truncation) for lane in self.lanes):
                     self.loop.stop()
+                await asyncio.sleep(0)       # inference does not wait: yield, so that stop() and the others run
                 await controller(action)
                 self.steps += 1
                 lane.outcome(controller.get_reward(), controller.done, controller.truncated)
