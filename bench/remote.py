@@ -150,6 +150,16 @@ def main() -> int:
         print(f"    {name}: {record['segments']} segments, {record['steps']} env steps ({rate:.1f}/s; real time ideal "
               f"{20 * 4:.0f}/s), imports {record['imports']}")
     print(f"  trainer exit code {trainer.returncode}; logs in {out}")
+    restarted_log = sorted(out.glob(f"worker-{victim}-*.log"))[-1].read_text() if restarted else ""
+    checks = {f"evaluation reached {TARGET:.0f}": reached is not None,
+              "the unknown key was refused (exit code 2)": rogue is not None and rogue.returncode == 2,
+              "the garbage sender was dropped and counted": stats.get("garbage", 0) >= 1
+              and stats.get("dropped_workers", 0) >= 1,
+              "no worker imported Ray": all("ray" not in record["imports"] for record in stats.get("workers", {}).values()),
+              f"{victim} came back after its kill": "connected to" in restarted_log,
+              "the trainer ended by itself": trainer.returncode == 0}
+    for name, holds in checks.items():
+        print(f"  {'ok  ' if holds else 'FAIL'} {name}")
     if rows:
         import matplotlib
 
@@ -168,7 +178,7 @@ def main() -> int:
         figure.tight_layout()
         figure.savefig(out / "remote.png", dpi=100)
         print(f"  plot: {out / 'remote.png'}")
-    return 0 if reached else 1
+    return 0 if all(checks.values()) else 1
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """Rollout workers over the internet: ``python -m lamarckian.remote keygen | server | worker`` (docs/remote.md).
 
     python -m lamarckian.remote keygen keys server trainer alice bob     # key pairs: keys/NAME.key(_secret)
-    python -m lamarckian.remote server --bind tcp://0.0.0.0:5555 --keys keys/workers --secret keys/server.key_secret \\
-        --trainer keys/trainer.key
-    python -m lamarckian.remote worker --server tcp://HOST:5555 --key alice.key_secret --server-key server.key \\
-        -c mdp/realtime/pendulum.yml rl/sac.yml [--onnx policy.onnx]
+    python -m lamarckian.remote server --bind tcp://0.0.0.0:5555 --keys keys   # workers: every NAME.key but
+                                                                              # server.key and trainer.key
+    python -m lamarckian.remote worker --server tcp://HOST:5555 --key alice.key_secret \\
+        -c mdp/realtime/pendulum.yml rl/sac.yml [--onnx policy.onnx]          # server.key beside alice.key_secret
     python train.py -c mdp/realtime/pendulum.yml rl/sac.yml -m rl.remote.server=tcp://HOST:5555 \\
         rl.remote.key=keys/trainer.key_secret rl.remote.server_key=keys/server.key
 """
@@ -35,8 +35,8 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     server.add_argument("--bind", required=True, help="tcp://ADDRESS:PORT to listen on")
     server.add_argument("--keys", type=Path, required=True,
                         help="folder of the workers' public NAME.key files (delete one to revoke it)")
-    server.add_argument("--secret", type=Path, required=True, help="this server's NAME.key_secret")
-    server.add_argument("--trainer", type=Path, required=True, help="the trainer's public NAME.key")
+    server.add_argument("--secret", type=Path, help="this server's key pair (default: KEYS/server.key_secret)")
+    server.add_argument("--trainer", type=Path, help="the trainer's public key (default: KEYS/trainer.key)")
     server.add_argument("--queue", type=int, default=256, help="segments waiting for the trainer, at most")
     server.add_argument("--queue-mb", type=float, default=256.0, help="their size in MiB, at most")
     server.add_argument("--rate", type=float, default=20.0, help="segments per second one worker may deliver")
@@ -48,7 +48,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     worker = commands.add_parser("worker", help="run environments and the policy, send segments")
     worker.add_argument("--server", required=True, help="tcp://HOST:PORT of the server")
     worker.add_argument("--key", type=Path, required=True, help="this worker's NAME.key_secret")
-    worker.add_argument("--server-key", type=Path, required=True, help="the server's public .key")
+    worker.add_argument("--server-key", type=Path, help="the server's public key (default: server.key beside --key)")
     worker.add_argument("-c", "--config", nargs="+", action="extend", default=[], metavar="FILE")
     worker.add_argument("-m", "--modify", nargs="+", action="extend", default=[], metavar="KEY=VALUE")
     worker.add_argument("--onnx", type=Path, help="act with this exported policy (no torch) instead of the trainer's")
@@ -74,7 +74,8 @@ def server_command(arguments: argparse.Namespace) -> int:
     settings = ServerSettings(queue=arguments.queue, queue_bytes=int(arguments.queue_mb * 2**20), rate=arguments.rate,
                               burst=arguments.burst, max_message_bytes=int(arguments.max_message_mb * 2**20),
                               ban=arguments.ban)
-    pair, trainer = load_pair(arguments.secret), load_public(arguments.trainer)
+    pair = load_pair(arguments.secret or arguments.keys / "server.key_secret")
+    trainer = load_public(arguments.trainer or arguments.keys / "trainer.key")
     allow = AllowList(arguments.keys, exclude=(pair[0], trainer))
     server = RelayServer(arguments.bind, allow, pair, trainer, settings)
     signal.signal(signal.SIGTERM, lambda *_: server.stop())
@@ -99,7 +100,8 @@ def worker_command(arguments: argparse.Namespace) -> int:
     from .worker import OnnxRollout, Worker
 
     config = load(arguments.config, arguments.modify)
-    client = Client(arguments.server, arguments.key, arguments.server_key, arguments.timeout)
+    client = Client(arguments.server, arguments.key, arguments.server_key or arguments.key.parent / "server.key",
+                    arguments.timeout)
     index = arguments.index if arguments.index is not None else zlib.crc32(client.public_key) % 100_000
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

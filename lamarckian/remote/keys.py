@@ -34,12 +34,16 @@ def keygen(folder: Path, name: str) -> tuple[Path, Path]:
     return public, secret
 
 
-def load_public(path: Path | str) -> bytes:
-    """The Z85 public key in a ``.key`` or ``.key_secret`` file; ValueError naming the file if it holds none."""
+def _certificate(path: Path | str) -> tuple[bytes | None, bytes | None]:
     try:
-        public, _ = zmq.auth.load_certificate(str(path))
+        return zmq.auth.load_certificate(str(path))
     except (OSError, ValueError) as error:
         raise ValueError(f"{path}: not a ZeroMQ key file ({error})") from None
+
+
+def load_public(path: Path | str) -> bytes:
+    """The Z85 public key in a ``.key`` or ``.key_secret`` file; ValueError naming the file if it holds none."""
+    public = _certificate(path)[0]
     if not public:
         raise ValueError(f"{path}: holds no public key")
     return public
@@ -48,10 +52,7 @@ def load_public(path: Path | str) -> bytes:
 def load_pair(path: Path | str) -> tuple[bytes, bytes]:
     """The (public, secret) Z85 keys in a ``.key_secret`` file; ValueError naming the file if the secret is
     missing (a ``.key`` file was given)."""
-    try:
-        public, secret = zmq.auth.load_certificate(str(path))
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: not a ZeroMQ key file ({error})") from None
+    public, secret = _certificate(path)
     if not secret:
         raise ValueError(f"{path}: holds no secret key (give the NAME.key_secret file that keygen wrote)")
     return public, secret

@@ -1,0 +1,64 @@
+"""The trainer's side: PPO drops stale and exported-policy segments (counted), segments of another network are
+dropped, weights reach the server when the learner starts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lamarckian.config import load
+from lamarckian.remote.worker import FIXED_VERSION
+from lamarckian.rl.learner import fleet_learner
+
+from .helpers import relay, segment
+
+
+@pytest.fixture
+def server(tmp_path):
+    yield from relay(tmp_path)
+
+
+def remote_config(server, *files: str, changes: tuple[str, ...] = ()) -> dict:
+    return load(list(files), [f"rl.remote.server={server.server.endpoint}",
+                              f"rl.remote.key={server.keys / 'trainer.key_secret'}",
+                              f"rl.remote.server_key={server.keys / 'server.key'}", *changes])
+
+
+def cartpole_segment(version: int, fill: float) -> dict:
+    wire = segment(steps=4, lanes=2, width=4, version=version, fill=fill)
+    wire["actions"] = np.ones((4, 2), np.int64)
+    del wire["next_observations"]
+    return wire
+
+
+def test_ppo_drops_stale_and_exported_policy_segments(server):
+    learner = fleet_learner(remote_config(server, "mdp/gym.yml", "mdp/gym/cartpole.yml",
+                                          changes=("train.batch=16", "rl.ppo.max_staleness=2")))
+    try:
+        learner.start_actors()
+        assert server.server.version == 0 and len(server.server.blob) > 0     # the workers' starting weights
+        learner.version = 10
+        alice = server.client("alice")
+        for version, fill in ((FIXED_VERSION, 1.0), (7, 2.0), (9, 3.0)):
+            assert alice.request({"op": "segment", "have": 0, "segment": cartpole_segment(version, fill),
+                                  "imports": []})["accepted"]
+        alice.request({"op": "segment", "have": 0, "imports": [],           # another network's observations
+                       "segment": {**cartpole_segment(10, 4.0), "observations": np.zeros((4, 2, 5), np.float32)}})
+        segments, steps, _ = learner._collect()
+        assert [float(s.observations[0, 0, 0]) for s in segments] == [3.0]
+        assert learner.dropped == 1 and steps == 16                           # version 7 is 3 behind
+        stats = learner.fleet_statistics()
+        assert stats["remote/fixed_dropped"] == 1 and stats["remote/mismatched"] == 0
+        for fill in (5.0, 6.0):
+            alice.request({"op": "segment", "have": 0, "imports": [], "segment": cartpole_segment(10, fill)})
+        assert [float(s.observations[0, 0, 0]) for s in learner._collect()[0]] == [5.0, 6.0]
+        assert learner.fleet_statistics()["remote/mismatched"] == 1
+    finally:
+        learner.close()
+
+
+def test_remote_workers_serve_single_player_ppo_dqn_and_sac_only(server):
+    with pytest.raises(ValueError, match="rl.remote.server: remote workers send segments of single-player"):
+        fleet_learner(remote_config(server, "mdp/pong.yml"))
+    with pytest.raises(ValueError, match="rl.remote.key and rl.remote.server_key"):
+        load(["mdp/gym.yml"], ["rl.remote.server=tcp://127.0.0.1:5555"])
