@@ -57,12 +57,24 @@ def evaluations(run: Path) -> list[dict[str, float]]:
         return [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(stream)]
 
 
+def reference_time(out: Path, actors: int, budget: float) -> dict[str, float] | None:
+    """The first evaluation at the target of the same training with local Ray actors (None: not reached)."""
+    run = out / "reference"
+    subprocess.run([sys.executable, "-m", "lamarckian.train", *CONFIG, "-m", f"sample.actors={actors}",
+                    "sample.num_cpus=0.5", f"root={run}",
+                    "evaluator.progress=false", f"evaluator.terminate=!expr self.fitness >= {TARGET} or self.time >= "
+                    f"{budget}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return next((row for row in evaluations(run) if row["fitness"] >= TARGET), None)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=20.0)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--port", type=int, default=0, help="0: a free port")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--reference", action="store_true",
+                        help="then train the same SAC with --workers local Ray actors, for the time ratio")
     arguments = parser.parse_args()
     out = arguments.out or Path(tempfile.mkdtemp(prefix="lamarckian-remote-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -160,6 +172,11 @@ def main() -> int:
               "the trainer ended by itself": trainer.returncode == 0}
     for name, holds in checks.items():
         print(f"  {'ok  ' if holds else 'FAIL'} {name}")
+    if arguments.reference and reached:
+        reference = reference_time(out, arguments.workers, budget)
+        print(f"  reference, {arguments.workers} Ray actors × 4 real-time envs, the same SAC: " +
+              (f"reached at {reference['time']:.0f} s ({reference['cost']:.0f} env steps); remote / Ray time "
+               f"{reached['time'] / reference['time']:.2f}" if reference else "NOT reached"))
     if rows:
         import matplotlib
 
