@@ -120,6 +120,12 @@ class Client:
             if answer["id"] == request_id:
                 return answer
 
+    def reconnect(self) -> None:
+        """A new connection (a new handshake): after a silence, so that a revoked or banned key learns it
+        (KeyRefused from the next :meth:`receive`) and a restarted server is found again."""
+        self.socket.disconnect(self.address)
+        self.socket.connect(self.address)
+
     def close(self) -> None:
         self.socket.disable_monitor()
         self.monitor.close(0)

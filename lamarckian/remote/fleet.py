@@ -84,6 +84,8 @@ class RemoteGather:
     def _fits(self, segment: Mapping[str, Any]) -> bool:
         """The segment's shapes are this network's and it has what the learner needs (a worker with other -c
         files sends others: dropped and counted); on-policy learners take no exported policy's segments."""
+        if "gradient" in segment:              # A3C: the learner checks the gradient's size itself
+            return True
         observations, actions = segment["observations"], segment["actions"]
         if observations.shape[2:] != self.observation_shape or actions.shape[2:] != self.action_shape \
                 or (self.keep_fixed and "next_observations" not in segment):

@@ -2,7 +2,8 @@
 raw frames of its arrays (:mod:`lamarckian.rpc.codec`: nothing is unpickled). CurveZMQ authenticates and encrypts
 every frame, so the messages carry no tags of their own.
 
-Worker → server: ``hello``, ``weights {have}``, ``segment {have, segment, imports}``.
+Worker → server: ``hello``, ``weights {have}``, ``segment {have, segment, imports}`` (for A3C the ``segment`` is
+the report of the segment's gradient, :func:`check_gradient`).
 Trainer → server: ``publish {version, blob, extras}``, ``pull {max, wait}``, ``stats``.
 Every reply carries the request's ``id``; replies to workers carry the weights when ``have`` is not the newest
 ``version`` (weights travel only when they changed).
@@ -99,6 +100,27 @@ def check_segment(wire: Any) -> Segment:
     if not 0 <= segment.steps <= 1_000 * steps * lanes:
         raise Malformed(f"segment: {segment.steps} env steps for {steps} x {lanes} decisions")
     return segment
+
+
+def check_gradient(wire: Any) -> dict[str, Any]:
+    """An A3C worker's report (its segment's gradient instead of the segment) after checking it: a 1-D float32
+    ``gradient``, integer ``version`` and ``steps``, numeric results; re-built from the checked parts."""
+    if not isinstance(wire, dict):
+        raise Malformed("gradient: not a mapping")
+    gradient = wire.get("gradient")
+    if not isinstance(gradient, np.ndarray) or gradient.dtype != np.float32 or gradient.ndim != 1:
+        raise Malformed("gradient: 'gradient' must be a 1-D float32 array")
+    results = wire.get("results")
+    if not isinstance(results, list) or len(results) > MAX_RESULTS:
+        raise Malformed("gradient: 'results' must be a list")
+    checked = {"gradient": gradient, "version": integer(wire, "version"), "steps": integer(wire, "steps")}
+    if checked["steps"] < 0:
+        raise Malformed("gradient: negative steps")
+    try:
+        checked["results"] = [EpisodeResult.of(EpisodeResult.from_wire(r).to_wire()).to_wire() for r in results]
+    except (ValueError, TypeError, AttributeError, KeyError) as error:
+        raise Malformed(f"gradient: a result: {error}") from None
+    return checked
 
 
 def nbytes(wire: Mapping[str, Any]) -> int:

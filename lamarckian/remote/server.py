@@ -25,7 +25,18 @@ import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
 from .keys import AllowList
-from .protocol import TRAINER_OPS, WORKER_OPS, Malformed, check_segment, integer, nbytes, number, pack, unpack
+from .protocol import (
+    TRAINER_OPS,
+    WORKER_OPS,
+    Malformed,
+    check_gradient,
+    check_segment,
+    integer,
+    nbytes,
+    number,
+    pack,
+    unpack,
+)
 
 log = logging.getLogger(__name__)
 MAX_WAIT = 5.0           # seconds a trainer's pull may wait for segments
@@ -218,7 +229,9 @@ class RelayServer:
         if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports) or len(imports) > 8:
             raise Malformed("segment: 'imports' must be a short list of module names")
         reply = self._weights(message)
-        segment = check_segment(message.get("segment")).to_wire()
+        wire = message.get("segment")
+        segment = check_gradient(wire) if isinstance(wire, dict) and "gradient" in wire else \
+            check_segment(wire).to_wire()
         record.imports = imports
         self.counters["received"] += 1
         if not record.take_token(self.settings.rate, self.settings.burst):

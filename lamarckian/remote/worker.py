@@ -184,16 +184,18 @@ class Worker:
                          ", ".join(f"{k} {v}" for k, v in self.counts.items()), self.version)
 
     def _read_answers(self, source: Source, apply_extras: Any) -> None:
-        """Take the answers that have come; wait for one while ``credits`` segments are unanswered (the server is
-        taken as gone after the client's time-out: the count restarts and sampling goes on)."""
+        """Take the answers that have come; wait for one while ``credits`` segments are unanswered (after the
+        client's time-out of silence the count restarts, the connection is made anew and sampling goes on; a key
+        revoked meanwhile is then refused: KeyRefused)."""
         while True:
             waiting = self.in_flight >= self.credits
             left = self.client.timeout - (time.monotonic() - self.last_answer)
             answer = self.client.receive(max(0.0, left) if waiting else 0.0)
             if answer is None:
                 if waiting:
-                    log.warning("no answer from the server for %.0f s; sampling on", self.client.timeout)
+                    log.warning("no answer from the server for %.0f s; reconnecting, sampling on", self.client.timeout)
                     self.in_flight, self.last_answer = 0, time.monotonic()
+                    self.client.reconnect()
                 return
             self.last_answer = time.monotonic()
             if answer.get("op") != "ack":

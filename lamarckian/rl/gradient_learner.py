@@ -90,7 +90,7 @@ class A3CLearner(Learner):
         """Apply every gradient that has arrived (waiting for the first), broadcast the weights."""
         started = time.monotonic()
         steps, applied, norms, results, lags = 0, 0, [], [], []
-        for _ in range(self.sample.actors * self.sample.credits):
+        for _ in range(self.segments_per_poll):
             message = self._receive(None if not applied else 0.001)
             if message is None:
                 if applied:

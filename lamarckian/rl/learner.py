@@ -90,10 +90,9 @@ class Learner(Trainer):
         self.sample = SampleSettings.from_config(config)
         self.segments_per_poll = self.sample.actors * self.sample.credits   # at most in flight at once
         self.remote = RemoteSettings.from_config(config).server
-        if self.remote is not None and (self.seats > 1 or config["rl"]["algorithm"] == "a3c"):
-            raise ValueError(f"rl.remote.server: remote workers send segments of single-player MDPs to ppo, dqn or "
-                             f"sac learners; this run has rl.algorithm={config['rl']['algorithm']} and "
-                             f"{self.seats} seats")
+        if self.remote is not None and self.seats > 1:
+            raise ValueError(f"rl.remote.server: remote workers play single-player MDPs; mdp.create="
+                             f"{config['mdp']['create']} has {self.seats} seats")
         self.batch_steps = TrainSettings.from_config(config).batch
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         self.iteration = self.cost = 0

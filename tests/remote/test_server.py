@@ -125,3 +125,21 @@ def test_the_rate_limit_and_the_queue_bound_hold(tmp_path):
         stats = server.server.statistics()
         assert stats["rate_limited"] == 12 - accepted
         assert stats["queued"] == 5 and stats["overflow"] == accepted - 5     # the oldest left
+
+
+def test_a_revoked_worker_learns_it_when_it_reconnects(server):
+    from lamarckian.remote.client import Client
+    from lamarckian.remote.worker import Worker
+
+    client = Client(server.server.endpoint, server.keys / "alice.key_secret", server.keys / "server.key", timeout=1.0)
+    server.clients.append(client)
+    worker = Worker(client, in_flight=1)
+    worker.hello()
+    (server.allowed / "alice.key").unlink()
+    time.sleep(RESCAN_SECONDS + 0.3)
+    client.send({"op": "segment", "have": -1, "segment": segment(), "imports": []})
+    worker.in_flight = 1
+    with pytest.raises(KeyRefused, match="alice"):
+        for _ in range(50):                         # silence, a reconnection, then the refusal
+            worker._read_answers(source=None, apply_extras=None)
+            time.sleep(0.1)                         # (a worker samples meanwhile)

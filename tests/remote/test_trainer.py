@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from lamarckian.config import load
 from lamarckian.remote.worker import FIXED_VERSION
@@ -57,8 +58,33 @@ def test_ppo_drops_stale_and_exported_policy_segments(server):
         learner.close()
 
 
-def test_remote_workers_serve_single_player_ppo_dqn_and_sac_only(server):
-    with pytest.raises(ValueError, match="rl.remote.server: remote workers send segments of single-player"):
+def test_remote_workers_play_single_player_mdps_only(server):
+    with pytest.raises(ValueError, match="rl.remote.server: remote workers play single-player MDPs"):
         fleet_learner(remote_config(server, "mdp/pong.yml"))
     with pytest.raises(ValueError, match="rl.remote.key and rl.remote.server_key"):
         load(["mdp/gym.yml"], ["rl.remote.server=tcp://127.0.0.1:5555"])
+
+
+def test_a3c_applies_a_workers_gradient_and_counts_a_wrong_sized_one(server):
+    from lamarckian.rl.actor import Actor
+
+    config = remote_config(server, "mdp/gym.yml", "mdp/gym/cartpole.yml", "rl/a3c.yml",
+                           changes=("sample.envs=2", "sample.truncation=8"))
+    learner = fleet_learner(config)
+    actor = Actor(config, 0, own_process=False)
+    try:
+        learner.start_actors()
+        report = actor.sample()                                     # what an A3C worker sends: a gradient
+        before = [p.detach().clone() for p in learner.model.parameters()]
+        alice = server.client("alice")
+        bad = {**report, "gradient": report["gradient"][:-1]}
+        for wire in (bad, report):
+            assert alice.request({"op": "segment", "have": 0, "segment": wire, "imports": []})["accepted"]
+        stats = learner.step()
+        assert stats["gradients"] == 1 and stats["malformed"] == 1
+        assert any(not torch.equal(a, b) for a, b in zip(before, learner.model.parameters()))
+        alice.send({"op": "segment", "have": 0, "imports": [], "segment": {**report, "gradient": "steep"}})
+        assert alice.receive(0.5) is None and server.server.statistics()["garbage"] == 1
+    finally:
+        actor.close()
+        learner.close()
