@@ -40,6 +40,7 @@ from .protocol import (
 
 log = logging.getLogger(__name__)
 MAX_WAIT = 5.0           # seconds a trainer's pull may wait for segments
+STATUS_SECONDS = 60.0    # between the server's status lines in its log
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,6 +142,7 @@ class RelayServer:
         """Answer messages until :meth:`stop` (a poll at least every 0.1 s notices it)."""
         poller = zmq.Poller()
         poller.register(self.socket, zmq.POLLIN)
+        shown = time.monotonic()
         while self.running:
             wait = 0.1 if self.pending_pull is None else max(0.0, min(0.1, self.pending_pull[3] - time.monotonic()))
             if poller.poll(wait * 1000):
@@ -152,6 +154,11 @@ class RelayServer:
                     self._handle(frames)
             self._answer_pull(force=False)
             self.allow.refresh()
+            if time.monotonic() - shown >= STATUS_SECONDS:
+                shown = time.monotonic()
+                log.info("%d workers, %d connections refused; %s", len(self.workers), self.allow.refused, ", ".join(
+                    f"{name} {self.counters[name]}" for name in ("received", "delivered", "rate_limited", "overflow",
+                                                                 "garbage", "ignored")))
 
     def stop(self) -> None:
         self.running = False
