@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import signal
@@ -19,7 +20,7 @@ import sys
 import threading
 import zlib
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..cli import OneLineParser, usage_error
 
@@ -91,10 +92,27 @@ def server_command(arguments: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def blocked_imports(*names: str) -> Iterator[None]:
+    """Make ``import NAME`` fail for the modules not imported yet (a worker never imports Ray, nor torch with an
+    exported policy: asserted, since reaching for them fails); undone afterwards."""
+    blocked = [name for name in names if name not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None        # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for name in blocked:
+            if sys.modules.get(name, False) is None:
+                del sys.modules[name]
+
+
 def worker_command(arguments: argparse.Namespace) -> int:
-    sys.modules["ray"] = None           # type: ignore[assignment]  # a worker never imports Ray (asserted: it would fail)
-    if arguments.onnx is not None:
-        sys.modules["torch"] = None     # type: ignore[assignment]  # nor torch with an exported policy
+    with blocked_imports("ray", *(("torch",) if arguments.onnx is not None else ())):
+        return run_worker(arguments)
+
+
+def run_worker(arguments: argparse.Namespace) -> int:
     from ..config import load
     from .client import Client, KeyRefused
     from .worker import OnnxRollout, Worker

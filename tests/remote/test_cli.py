@@ -52,3 +52,12 @@ def test_a_public_key_is_not_a_pair(tmp_path, capsys):
     assert main(["keygen", str(tmp_path), "server", "alice"]) == 0
     assert main(["worker", "--server", "tcp://127.0.0.1:1", "--key", str(tmp_path / "alice.key")]) == 2
     assert "holds no secret key" in capsys.readouterr().err
+
+
+def test_the_worker_blocks_ray_only_while_it_runs(tmp_path):
+    import sys
+
+    assert main(["keygen", str(tmp_path), "server", "alice"]) == 0
+    had_ray = "ray" in sys.modules
+    assert exit_code(["worker", "--server", "tcp://127.0.0.1:1", "--key", str(tmp_path / "alice.key")]) == 2
+    assert ("ray" in sys.modules) == had_ray and sys.modules.get("ray", True) is not None
