@@ -41,7 +41,9 @@ class RemoteLink:
             raise RuntimeError(f"rl.remote.server: {error}") from None
 
     def close(self) -> None:
-        self.client.close()
+        if self.client is not None:
+            self.client.close()
+            self.client = None
 
 
 class RemoteGather:
@@ -109,7 +111,9 @@ class RemoteGather:
         return stats
 
     def close(self) -> None:
+        """Drop what was not taken and close the connection (the Learner closes its All first)."""
         self.buffer.clear()
+        self.link.close()
 
 
 class RemoteAll:
