@@ -143,3 +143,14 @@ def test_a_revoked_worker_learns_it_when_it_reconnects(server):
         for _ in range(50):                         # silence, a reconnection, then the refusal
             worker._read_answers(source=None, apply_extras=None)
             time.sleep(0.1)                         # (a worker samples meanwhile)
+
+
+def test_a_pickled_payload_is_garbage_never_unpickled(server):
+    from lamarckian.rpc import codec
+
+    body, buffers = codec.encode({"op": "hello", "id": 1, "policy": "torch", "extra": {"a", "set"}},
+                                 serializer="pickle")     # unpickled, this would be a valid hello
+    alice = server.client("alice")
+    alice.socket.send_multipart([body, *buffers])
+    assert wait_for(lambda: server.server.statistics().get("garbage") == 1)
+    assert alice.receive(0.3) is None and server.server.statistics()["workers"]["alice"]["policy"] == ""
