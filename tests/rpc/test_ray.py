@@ -180,14 +180,14 @@ sock.send_multipart([header])                                          # truncat
 sock.send_multipart([header, b"t" * 32])                               # wrong HMAC: unauthenticated
 sock.send_multipart([header[:2] + b"\x09" + header[3:], b"t" * 32])    # other protocol version
 sock.send_multipart([header, *[b"x" * 300_000] * 3, b"t" * 32])        # over max_message_bytes in total
-sock.send_multipart([header, b"x" * (1 << 20), b"t" * 32])             # one frame over it: libzmq drops the peer
 sock.send_multipart([b"\x00" * 3])                                     # shorter than any header
+sock.send_multipart([header, b"x" * (1 << 20), b"t" * 32])             # one frame over it: libzmq drops the peer
 raw = socket.create_connection((host, int(port)))                      # not even ZMTP: garbage stream
 raw.sendall(os.urandom(4096))
 greeting = b"\xff" + b"\x00" * 8 + b"\x7f" + b"\x03\x00" + b"NULL" + b"\x00" * 16 + b"\x00" + b"\x00" * 31
 raw2 = socket.create_connection((host, int(port)))                     # ZMTP greeting, then an absurd length
 raw2.sendall(greeting + b"\x06" + b"\x7f" * 8)                       # (libzmq's MAXMSGSIZE drops it)
-sock.send_multipart([b"done"])
+sock.send_multipart([b"done"])                                         # may be lost with the dropped peer
 import time; time.sleep(0.5)
 """
 
@@ -202,7 +202,7 @@ def test_hostile_process_is_rejected_and_counted(ray_local):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:  # the hostile connection's messages may be queued behind ours
             stats = ray_local.get(actor._lamarckian_rpc_stats.remote())
-            if stats.get("oversize") and stats.get("version"):
+            if stats.get("oversize") and stats.get("version") and stats.get("malformed", 0) >= 3:
                 break
             time.sleep(0.1)
     assert stats["malformed"] >= 3 and stats["unauthenticated"] == 1
