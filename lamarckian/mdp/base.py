@@ -114,6 +114,11 @@ class MDP(abc.ABC):
         """The whole game's state now (a central critic's input; the policies never see it)."""
         raise NotImplementedError(f"{type(self).__name__} has no global state")
 
+    def counters(self) -> dict[str, float]:
+        """Running totals of what the environment wants counted (a game server's lost episodes...); the actors send
+        their changes with each segment and the learner records the sums (TensorBoard ``env/NAME``)."""
+        return {}
+
     def render(self) -> np.ndarray:
         """An RGB frame ``(height, width, 3)`` uint8 of the current state."""
         raise NotImplementedError(f"{type(self).__name__} does not render")

@@ -108,6 +108,7 @@ class Actor:
                                         np.random.default_rng(actor_seed(config["seed"], index, 2**21)))
         self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.team)]   # one per environment and seat
         self.results: list[EpisodeResult] = []    # the training episodes finished since the last segment
+        self.counted: dict[str, float] = {}         # the environments' counters as of the last segment
         self.steps = 0
         self.loop = asyncio.new_event_loop()
         self.inference = BatchedInference()
@@ -161,6 +162,7 @@ class Actor:
         self._check_ready()
         self.loop.run_until_complete(self.ready)
         segment = stack_lanes([lane.take(self.truncation) for lane in self.lanes], self.steps, self.results)
+        segment.counters = self._counted_since()
         self.results, self.steps = [], 0
         if self.algorithm == "a3c":       # the gradient of the segment instead of the segment
             gradient, loss = segment_gradient(self.model, segment, self.config) if segment.finite() else \
@@ -168,6 +170,17 @@ class Actor:
             return {"gradient": gradient, "loss": loss, "version": segment.version, "steps": segment.steps,
                     "results": [r.to_wire() for r in segment.results]}
         return segment.to_wire()
+
+    def _counted_since(self) -> dict[str, float]:
+        """How the environments' counters (:meth:`MDP.counters`) grew since the previous call."""
+        totals: dict[str, float] = {}
+        for mdp in (*self.mdps, *self.eval_mdps):
+            for name, value in mdp.counters().items():
+                totals[name] = totals.get(name, 0.0) + value
+        grown = {name: value - self.counted.get(name, 0.0) for name, value in totals.items()
+                 if value != self.counted.get(name, 0.0)}
+        self.counted = totals
+        return grown
 
     def _on_slot_done(self, task: asyncio.Task) -> None:
         if task.cancelled():
@@ -213,6 +226,8 @@ class Actor:
             server = self.pool_policy_mean if mean else self.pool_policy
             players += [self._play(c, server, self.model, index) for c, (_, index) in zip(controllers[team:], opponents)]
             await asyncio.gather(*players, *episode.ticks)
+            if any(c.get_result().get("lost") for c in controllers):   # a game server lost it: counted, no result
+                continue
             own = [EpisodeResult.of(c.get_result(), opponent=kind, snapshots=snapshot_ids) for c in controllers[:team]]
             if opponents:
                 own[0].scores = pairwise_scores(own[0], [EpisodeResult.of(c.get_result()) for c in controllers[1:]])
@@ -293,7 +308,8 @@ class Actor:
                     await asyncio.gather(*ticks, return_exceptions=True)
                 else:
                     await asyncio.gather(*ticks)
-                results[number] = [EpisodeResult.of(c.get_result(), capped=any(capped)).to_wire()
+                lost = any(c.get_result().get("lost") for c in controllers)     # counted by the MDP
+                results[number] = [EpisodeResult.of(c.get_result(), capped=any(capped) or lost).to_wire()
                                    for c in controllers]
 
         async def run_all() -> None:
@@ -366,7 +382,7 @@ class Actor:
             mdp.close()
         self.mdp_config, self.mdps, self.eval_mdps = mdp_config, mdps, []
         self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.team)]
-        self.results, self.steps, self.failure = [], 0, None
+        self.results, self.steps, self.failure, self.counted = [], 0, None, {}
 
     def _stop_slots(self) -> None:
         """Cancel the environments' tasks (not while ``sample`` runs)."""

@@ -7,6 +7,7 @@ run loop's (:mod:`.loop`).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import dataclasses
@@ -68,6 +69,7 @@ class Learner(Trainer):
         self.version = 0
         self.training: dict[str, float] = {}
         self.dropped = self.replaced = 0
+        self.environment_counts: collections.Counter[str] = collections.Counter()   # segments' counters, summed
         self.progress = Progress(False)   # replacement notices (the loop's display is on stderr too)
         self.actors: list[Any] = []
         self.everyone: rpc.All | None = None
@@ -240,6 +242,7 @@ class Learner(Trainer):
                 continue
             steps += segment.steps
             results.extend(segment.results)
+            self.environment_counts.update(segment.counters)
             if self.version - segment.version > limit:
                 self.dropped += 1
                 continue
@@ -272,8 +275,10 @@ class Learner(Trainer):
         return stats
 
     def fleet_statistics(self) -> dict[str, float]:
-        """The remote workers' counters (``remote/...``); none for Ray actors."""
-        return self.gather.statistics() if self.remote is not None else {}
+        """The environments' counters (``env/...``: a game server's lost episodes...) and the remote workers'
+        (``remote/...``)."""
+        counts = {f"env/{name}": float(value) for name, value in self.environment_counts.items()}
+        return {**counts, **self.gather.statistics()} if self.remote is not None else counts
 
     def advance(self, steps: int) -> np.ndarray:
         """Count one iteration of ``steps`` env steps under a new weight version and broadcast the weights (without

@@ -100,6 +100,7 @@ class OffPolicyLearner(Learner):
             segment = Segment.from_wire(wire)
             steps += segment.steps
             results.extend(segment.results)
+            self.environment_counts.update(segment.counters)
             if segment.next_observations is None:
                 raise ValueError(f"actor {self.gather.last_index} sent a segment without next_observations")
             if not segment.finite():

@@ -30,6 +30,8 @@ class Segment:
             limit cut it), for the off-policy learners' replay; None for the on-policy ones.
         states: ``(L, S)``, a recurrent policy's state before each lane's first step (zeros where an episode
             starts there); None for feed-forward policies.
+        counters: what the environments counted since the actor's previous segment (``MDP.counters``: a game
+            server's lost episodes...), added up by the learner.
     """
 
     observations: Any
@@ -45,6 +47,7 @@ class Segment:
     results: list[EpisodeResult] = dataclasses.field(default_factory=list)
     next_observations: Any = None
     states: Any = None
+    counters: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def finite(self) -> bool:
         """No NaN or infinity in the rewards and observations (a broken environment's output)."""
@@ -58,6 +61,8 @@ class Segment:
         for name in OPTIONAL:
             if getattr(self, name) is not None:
                 wire[name] = getattr(self, name)
+        if self.counters:
+            wire["counters"] = dict(self.counters)
         return wire
 
     @classmethod
@@ -71,9 +76,13 @@ class Segment:
         bad = [name for name in (*ARRAYS, *OPTIONAL) if name in data and not isinstance(data[name], np.ndarray)]
         if bad:
             raise ValueError(f"segment fields {', '.join(bad)} are not arrays")
+        counters = data.get("counters") or {}
+        if not isinstance(counters, Mapping) or not all(isinstance(k, str) and isinstance(v, (int, float))
+                                                        for k, v in counters.items()):
+            raise ValueError("segment counters must map names to numbers")
         return cls(**{name: data[name] for name in ARRAYS}, version=int(data["version"]), steps=int(data["steps"]),
                    results=[EpisodeResult.from_wire(r) for r in data["results"]],
-                   **{name: data.get(name) for name in OPTIONAL})
+                   **{name: data.get(name) for name in OPTIONAL}, counters=dict(counters))
 
 
 class Lane:

@@ -1,0 +1,181 @@
+"""A game that runs elsewhere as an MDP (``mdp.create: game``): every environment of an actor is an episode on the
+game server, all of them multiplexed over the process's few connections (:class:`GameClient`), so an actor with
+thousands of environments awaits thousands of steps at once and batches every waiting player into one forward.
+
+An episode the server loses (no answer within ``mdp.game.timeout``, a dropped connection, garbage, an ``error``
+reply) ends for the trainer at once: its steps so far stay in the segment as an episode cut by a time limit
+(bootstrapped from the last observation), its result is marked ``lost`` (the actors leave it out of the training
+results) and :meth:`GameMDP.counters` counts it by cause (TensorBoard ``game/...``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from typing import Any, Mapping
+
+from ..mdp import MDP, Controller, Episode, PlayerSpec
+from . import protocol
+from .client import FAULTS, Connection, GameClient, GameFault, GameSettings, fetch_hello
+
+_hellos: dict[tuple, dict[str, Any]] = {}    # per process: a server's hello, fetched once
+
+
+class GameEpisode:
+    """The trainer's seats of one served episode and the coroutine that carries their actions to the server."""
+
+    def __init__(self, mdp: "GameMDP", seats: list[int], seed: int | None) -> None:
+        self.mdp, self.seats, self.seed = mdp, seats, seed
+        self.spaces = [mdp.specs[seat].observation for seat in seats]
+        self.action_spaces = [mdp.specs[seat].action for seat in seats]
+        self.states: list[dict[str, Any] | None] = [None] * len(seats)
+        self.totals = [0.0] * len(seats)
+        self.lost: str | None = None
+        self.actions: dict[int, Any] = {}
+        self.observed = asyncio.Event()     # the first observation (or the loss) is in
+        self.all_in = asyncio.Event()       # every seat still playing submitted its action
+        self.stepped: asyncio.Future | None = None
+        self.closed = False                 # run() has returned: no step will come
+
+    def playing(self) -> list[int]:
+        return [i for i, state in enumerate(self.states) if state is not None and not state["done"]]
+
+    async def submit(self, index: int, action: Any) -> None:
+        if self.closed:                      # lost while this seat was choosing its action
+            return
+        if self.stepped is None:
+            self.stepped = asyncio.get_running_loop().create_future()
+        stepped = self.stepped
+        self.actions[index] = protocol.encode_action(action, self.action_spaces[index])
+        if len(self.actions) == len(self.playing()):
+            self.all_in.set()
+        await stepped
+
+    async def run(self) -> None:
+        """Reset, then one ``step`` per round of actions until every seat is done or the episode is lost."""
+        client = GameClient.of(self.mdp.settings, self.mdp.hello)
+        connection: Connection | None = None
+        number = -1
+        try:
+            connection, number, reply = await client.reset(self.seats, self.seed)
+            self._update(reply)
+            while self.playing():
+                await self.all_in.wait()
+                actions = [self.actions.get(i) for i in range(len(self.seats))]
+                reply = await client.step(connection, number, actions)
+                self._update(reply)
+                self._release()
+            client.finish(connection, number, close=False)
+        except GameFault as fault:
+            self._lose(fault.kind)
+            if connection is not None:
+                client.finish(connection, number, close=fault.kind == "timeout" and connection.alive)
+        except protocol.ProtocolViolation:             # a reply that does not fit the spaces
+            self._lose("garbage")
+            if connection is not None:
+                client.finish(connection, number, close=True)
+        except asyncio.CancelledError:                  # an evaluation cut at its step cap
+            if connection is not None:
+                client.finish(connection, number, close=True)
+            raise
+        finally:
+            self.closed = True
+            self._release()
+            self.observed.set()
+
+    def _update(self, reply: Mapping[str, Any]) -> None:
+        states = protocol.seat_states(reply, self.spaces, "observation")
+        for index, state in enumerate(states):
+            self.totals[index] += state["reward"]
+        self.states = states
+        self.observed.set()
+
+    def _release(self) -> None:
+        self.actions = {}
+        self.all_in.clear()
+        stepped, self.stepped = self.stepped, None
+        if stepped is not None and not stepped.done():
+            stepped.set_result(None)
+
+    def _lose(self, kind: str) -> None:
+        self.lost = kind
+        self.mdp.faults[kind] += 1
+
+
+class GameController(Controller):
+    """One trainer seat of a :class:`GameEpisode`."""
+
+    def __init__(self, episode: GameEpisode, index: int) -> None:
+        self.episode, self.index = episode, index
+
+    @property
+    def state(self) -> dict[str, Any] | None:
+        return self.episode.states[self.index]
+
+    async def ready(self) -> bool:
+        await self.episode.observed.wait()
+        return not self.done
+
+    def get_state(self) -> Any:
+        return self.state["observation"]
+
+    async def __call__(self, action: Any) -> None:
+        await self.episode.submit(self.index, action)
+
+    def get_reward(self) -> float:
+        return 0.0 if self.episode.lost else self.state["reward"]
+
+    @property
+    def done(self) -> bool:
+        return self.episode.lost is not None or self.state is None or self.state["done"]
+
+    @property
+    def truncated(self) -> bool:
+        if self.episode.lost is not None:       # cut by the fault: bootstrap from the last observation
+            return self.state is not None
+        return bool(self.state and self.state["truncated"])
+
+    def get_result(self) -> dict[str, Any]:
+        if self.episode.lost is not None or self.state is None or self.state["result"] is None:
+            return {"fitness": self.episode.totals[self.index], "win": None, "objectives": {}, "lost": True}
+        return self.state["result"]
+
+
+class GameMDP(MDP):
+    """The trainer's seats of a game server (``mdp.game``); seats left out of :meth:`reset` are played by the
+    server's rule (where its ``hello`` says it has one)."""
+
+    def __init__(self, settings: GameSettings, seed: int | None = None) -> None:
+        self.settings, self.seed = settings, seed
+        key = (settings.address, settings.secret, settings.tls)
+        if key not in _hellos:
+            _hellos[key] = fetch_hello(settings)
+        self.hello = _hellos[key]
+        self.specs = [PlayerSpec(observation, action) for _, observation, action in protocol.player_specs(self.hello)]
+        self.faults: collections.Counter[str] = collections.Counter({kind: 0 for kind in FAULTS})
+        self.episodes = 0
+
+    @classmethod
+    def from_config(cls, mdp_config: Mapping[str, Any], seed: int | None = None) -> "GameMDP":
+        return cls(GameSettings.from_mapping(mdp_config["game"]), seed)
+
+    def describe(self) -> list[PlayerSpec]:
+        return self.specs
+
+    def reset(self, *players: int, seed: int | None = None) -> Episode:
+        seats = list(players)
+        if not seats or len(set(seats)) != len(seats) or not all(0 <= p < len(self.specs) for p in seats):
+            raise ValueError(f"players must be distinct seats in 0..{len(self.specs) - 1}, got {players}")
+        if len(seats) < len(self.specs) and not self.hello.get("rule"):
+            raise ValueError(f"the game at {self.settings.address} has no rule for seats left out: play all "
+                             f"{len(self.specs)}")
+        if seed is None and self.seed is not None:
+            seed, self.seed = self.seed, None     # seed the first episode; later ones continue the server's stream
+        self.episodes += 1
+        episode = GameEpisode(self, seats, seed)
+        return Episode([GameController(episode, i) for i in range(len(seats))], [episode.run()])
+
+    def counters(self) -> dict[str, float]:
+        """Episodes started and lost (by cause) since this MDP was made."""
+        return {"episodes": float(self.episodes), "lost": float(sum(self.faults.values())),
+                **{f"lost_{kind}": float(count) for kind, count in self.faults.items()}}

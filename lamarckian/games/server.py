@@ -1,0 +1,344 @@
+"""The reference game server: any MDP of this package (a gymnasium id, Pong, Coins, your own) served over the
+game protocol, many episodes per connection, with injected latency, jitter and faults so that every test and
+benchmark has a real server process to talk to.
+
+Each episode runs on an MDP of a pool (reused between episodes) through the asyncio contract, so the server plays
+the seats the trainer leaves out with the MDP's rule, and seats named ``bots`` are never offered to the trainer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import random
+import signal
+import socket
+import ssl
+import sys
+from typing import Any, Callable, Sequence
+
+from ..mdp import MDP, Controller
+from . import protocol
+from .protocol import ProtocolViolation
+
+log = logging.getLogger(__name__)
+HANDSHAKE_TIMEOUT = 5.0     # seconds a new connection has to prove the secret
+
+
+@dataclasses.dataclass(frozen=True)
+class Faults:
+    """What the server does wrong on purpose.
+
+    Attributes:
+        latency: seconds added before every reply (a step that waits on a game engine or a network).
+        jitter: each reply's latency varies uniformly by ± this many seconds (never below 0).
+        drop_rate: share of requests never answered (the client's timeout has to catch them).
+        garbage_rate: share of replies replaced by a frame of random bytes.
+        crash_after: the process dies abruptly after serving this many steps (0: never).
+    """
+
+    latency: float = 0.0
+    jitter: float = 0.0
+    drop_rate: float = 0.0
+    garbage_rate: float = 0.0
+    crash_after: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("latency", "jitter", "drop_rate", "garbage_rate"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name}={getattr(self, name)}: expected >= 0")
+        if self.drop_rate > 1 or self.garbage_rate > 1:
+            raise ValueError("drop_rate and garbage_rate are shares in [0, 1]")
+
+
+@dataclasses.dataclass
+class Served:
+    """One running episode of a connection."""
+
+    mdp: MDP
+    seats: list[int]              # the trainer's seat numbers, in the reset's order
+    controllers: list[Controller]
+    ticks: list[asyncio.Task]
+    busy: bool = False
+
+
+class GameServer:
+    """Serves episodes of ``make_mdp(seed)`` MDPs to authenticated clients.
+
+    Args:
+        make_mdp: builds one MDP (seeded); called again whenever every pooled MDP is in use.
+        secret: the per-game secret both sides prove.
+        bots: seats the server always plays itself (the rule); the trainer sees the others, renumbered from 0.
+        faults: injected latency and faults.
+        max_frame: bytes of one frame, at most (both directions).
+        max_episodes: episodes running at once on one connection, at most.
+        seed: seeds the MDPs (``seed + n`` for the n-th) and the fault draws.
+    """
+
+    def __init__(self, make_mdp: Callable[[int], MDP], secret: bytes, *, bots: Sequence[int] = (),
+                 faults: Faults = Faults(), max_frame: int = protocol.DEFAULT_MAX_FRAME, max_episodes: int = 65536,
+                 seed: int = 0) -> None:
+        self.make_mdp, self.secret, self.faults = make_mdp, secret, faults
+        self.max_frame, self.max_episodes, self.seed = max_frame, max_episodes, seed
+        self.random = random.Random(seed)
+        self.built = 0
+        probe = self._build()
+        specs = probe.describe()
+        bad = [seat for seat in bots if not 0 <= seat < len(specs)]
+        if bad or len(set(bots)) == len(specs):
+            raise ValueError(f"--bot {list(bots)}: seats must be in 0..{len(specs) - 1} and leave one to the trainer")
+        self.seats = [seat for seat in range(len(specs)) if seat not in set(bots)]   # trainer seat i → game seat
+        self.specs = [specs[seat] for seat in self.seats]
+        self.rule = len(specs) > 1      # the built-in games play a seat nobody controls by their rule
+        self.free: list[MDP] = [probe]
+        self.counters: collections.Counter[str] = collections.Counter()
+
+    def _build(self) -> MDP:
+        mdp = self.make_mdp(self.seed + self.built)
+        self.built += 1
+        return mdp
+
+    def hello(self) -> dict[str, Any]:
+        """What the server tells a client after the handshake (its proof is added per connection)."""
+        return {"type": "hello", "version": protocol.VERSION, "rule": self.rule, "max_frame": self.max_frame,
+                "max_episodes": self.max_episodes,
+                "players": [{"name": f"seat{seat}", "observation": protocol.describe_space(spec.observation),
+                             "action": protocol.describe_space(spec.action)}
+                            for seat, spec in zip(self.seats, self.specs)]}
+
+    def statistics(self) -> dict[str, int]:
+        return dict(self.counters)
+
+    # ---- connections -----------------------------------------------------------------------------------------
+    async def serve(self, sock: socket.socket, tls: ssl.SSLContext | None = None) -> None:
+        """Accept connections on the listening ``sock`` (under TLS with ``tls``) until cancelled."""
+        server = await asyncio.start_server(self.handle, sock=sock, limit=2**20, ssl=tls)
+        async with server:
+            await server.serve_forever()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One client connection: the handshake, then its requests until it closes or breaks the protocol."""
+        self.counters["connections"] += 1
+        episodes: dict[int, Served] = {}
+        try:
+            if not await asyncio.wait_for(self._handshake(reader, writer), HANDSHAKE_TIMEOUT):
+                return
+            while True:
+                message = await protocol.read_message(reader, self.max_frame)
+                self._dispatch(message, episodes, writer)
+        except ProtocolViolation as error:
+            self.counters["violations"] += 1
+            log.warning("game server: dropping a client that broke the protocol: %s", error)
+            self._send(writer, {"type": "error", "message": f"protocol violation: {error}"})
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.TimeoutError):
+            pass
+        finally:
+            for served in episodes.values():
+                self._finish(served)
+            writer.close()
+
+    async def _handshake(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        own = protocol.nonce()
+        writer.write(protocol.pack({"type": "challenge", "version": protocol.VERSION, "nonce": own}))
+        auth = await protocol.read_message(reader, 4096)
+        if auth.get("type") != "auth" or auth.get("version") != protocol.VERSION:
+            raise ProtocolViolation(f"expected auth of protocol version {protocol.VERSION}")
+        theirs = protocol.check_nonce(auth, "auth")
+        if not protocol.verify(protocol.proof(self.secret, b"client", own, theirs), auth):
+            self.counters["refused"] += 1
+            self._send(writer, {"type": "error", "message": "authentication failed"})
+            return False
+        writer.write(protocol.pack({**self.hello(), "proof": protocol.proof(self.secret, b"server", theirs, own)}))
+        return True
+
+    def _send(self, writer: asyncio.StreamWriter, message: dict[str, Any]) -> None:
+        if not writer.is_closing():
+            writer.write(protocol.pack(message))
+
+    def _dispatch(self, message: dict[str, Any], episodes: dict[int, Served], writer: asyncio.StreamWriter) -> None:
+        kind = message["type"]
+        if kind not in protocol.CLIENT_MESSAGES:
+            raise ProtocolViolation(f"unknown message type {kind!r} (expected {', '.join(protocol.CLIENT_MESSAGES)})")
+        number = protocol.episode_id(message)
+        if kind == "close":
+            served = episodes.pop(number, None)
+            if served is not None:
+                self._finish(served)
+            return
+        if kind == "reset":
+            if number in episodes:
+                return self._refuse(writer, number, f"episode {number} is already running")
+            if len(episodes) >= self.max_episodes:
+                return self._refuse(writer, number, f"over {self.max_episodes} episodes on one connection")
+            try:
+                seats = protocol.seat_list(message.get("seats"), len(self.seats), "reset: seats")
+            except ProtocolViolation as error:
+                return self._refuse(writer, number, str(error))
+            if len(seats) < len(self.seats) and not self.rule:
+                return self._refuse(writer, number, "this game has no rule for the seats left out: play them all")
+            seed = message.get("seed")
+            episodes[number] = served = self._start(seats, seed if isinstance(seed, int) else None)
+        else:
+            served = episodes.get(number)
+            if served is None:
+                return self._refuse(writer, number, f"no episode {number} runs on this connection")
+            if served.busy:
+                return self._refuse(writer, number, f"episode {number} already has a request in flight")
+        served.busy = True
+        asyncio.get_running_loop().create_task(self._answer(message, number, served, episodes, writer))
+
+    def _refuse(self, writer: asyncio.StreamWriter, number: int, reason: str) -> None:
+        self.counters["errors"] += 1
+        self._send(writer, {"type": "error", "episode": number, "message": reason})
+
+    def _start(self, seats: list[int], seed: int | None) -> Served:
+        mdp = self.free.pop() if self.free else self._build()
+        episode = mdp.reset(*(self.seats[seat] for seat in seats), seed=seed)
+        loop = asyncio.get_running_loop()
+        self.counters["episodes"] += 1
+        return Served(mdp, seats, episode.controllers, [loop.create_task(tick) for tick in episode.ticks])
+
+    def _finish(self, served: Served) -> None:
+        for tick in served.ticks:
+            tick.cancel()
+        self.free.append(served.mdp)
+
+    async def _answer(self, message: dict[str, Any], number: int, served: Served, episodes: dict[int, Served],
+                      writer: asyncio.StreamWriter) -> None:
+        try:
+            if message["type"] == "step":
+                await self._step(served, message.get("actions"))
+        except ProtocolViolation as error:
+            episodes.pop(number, None)
+            self._finish(served)
+            return self._refuse(writer, number, str(error))
+        served.busy = False
+        reply = {"type": "observation", "episode": number, "players": [self._seat(c) for c in served.controllers]}
+        if all(c.done for c in served.controllers) and episodes.pop(number, None) is not None:
+            self._finish(served)
+        self._reply(writer, reply)
+
+    async def _step(self, served: Served, actions: Any) -> None:
+        if not isinstance(actions, list) or len(actions) != len(served.seats):
+            raise ProtocolViolation(f"step: 'actions' must list {len(served.seats)} actions (nil for a done seat)")
+        moves = []
+        for index, (controller, action) in enumerate(zip(served.controllers, actions)):
+            if controller.done:
+                continue
+            space = self.specs[served.seats[index]].action
+            moves.append(controller(protocol.conform(action, space, f"step: actions[{index}]")))
+        await asyncio.gather(*moves)
+        self.counters["steps"] += 1
+        if self.faults.crash_after and self.counters["steps"] >= self.faults.crash_after:
+            log.warning("game server: crashing on purpose after %d steps", self.counters["steps"])
+            sys.stderr.flush()
+            os._exit(3)
+
+    @staticmethod
+    def _seat(controller: Controller) -> dict[str, Any]:
+        done = controller.done
+        entry = {"observation": controller.get_state(), "reward": float(controller.get_reward()), "done": bool(done),
+                 "truncated": bool(controller.truncated)}
+        if done:
+            result = controller.get_result()
+            entry["result"] = {"fitness": float(result["fitness"]), "win": result.get("win"),
+                               "objectives": {k: float(v) for k, v in (result.get("objectives") or {}).items()}}
+        return entry
+
+    def _reply(self, writer: asyncio.StreamWriter, reply: dict[str, Any]) -> None:
+        faults = self.faults
+        if faults.drop_rate and self.random.random() < faults.drop_rate:
+            self.counters["dropped"] += 1
+            return
+        if faults.garbage_rate and self.random.random() < faults.garbage_rate:
+            self.counters["garbage"] += 1
+            junk = self.random.randbytes(32)
+            frame = protocol.HEADER.pack(len(junk)) + junk
+        else:
+            frame = protocol.pack(reply)
+        delay = max(0.0, faults.latency + self.random.uniform(-faults.jitter, faults.jitter)) if \
+            faults.latency or faults.jitter else 0.0
+        if delay:
+            asyncio.get_running_loop().call_later(delay, self._write, writer, frame)
+        else:
+            self._write(writer, frame)
+
+    @staticmethod
+    def _write(writer: asyncio.StreamWriter, frame: bytes) -> None:
+        if not writer.is_closing():
+            writer.write(frame)
+
+
+def listen(address: str) -> socket.socket:
+    """A listening TCP socket at ``tcp://HOST:PORT`` (port 0: any free one)."""
+    host, port = parse_address(address)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``tcp://HOST:PORT`` (``[v6]`` hosts too) as ``(host, port)``; ValueError naming the address otherwise."""
+    rest = address.removeprefix("tcp://")
+    host, _, port = rest.rpartition(":")
+    host = host.strip("[]")
+    if not address.startswith("tcp://") or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ValueError(f"game address {address!r}: expected tcp://HOST:PORT")
+    return host, int(port)
+
+
+def bound_address(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"tcp://[{host}]:{port}" if ":" in host else f"tcp://{host}:{port}"
+
+
+def run(server: GameServer, sock: socket.socket, workers: int = 1, tls: ssl.SSLContext | None = None) -> None:
+    """Serve on ``sock`` in ``workers`` processes (forked, sharing the socket) until SIGTERM or SIGINT; each prints
+    its counters as one JSON line on standard error at the end."""
+    if workers <= 1:
+        return _serve_here(server, sock, tls)
+    children = []
+    for _ in range(workers):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _serve_here(server, sock, tls)
+            finally:
+                os._exit(0)
+        children.append(pid)
+
+    def stop(signum: int, _frame: Any) -> None:
+        for child in children:
+            with contextlib.suppress(ProcessLookupError, ChildProcessError, InterruptedError):
+                os.kill(child, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    for child in children:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError, InterruptedError):
+            os.waitpid(child, 0)
+
+
+def _serve_here(server: GameServer, sock: socket.socket, tls: ssl.SSLContext | None) -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, task.cancel)
+        try:
+            await server.serve(sock, tls)
+        except asyncio.CancelledError:
+            pass
+
+    asyncio.run(main())
+    print(json.dumps({"pid": os.getpid(), **server.statistics()}), file=sys.stderr, flush=True)
+
