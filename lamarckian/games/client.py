@@ -157,7 +157,7 @@ class Connection:
 class GameClient:
     """The connections of one process (one event loop) to one game server, shared by all its GameMDPs."""
 
-    _clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, GameClient]]" = \
+    _clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[GameSettings, GameClient]]" = \
         weakref.WeakKeyDictionary()
 
     def __init__(self, settings: GameSettings, hello: Mapping[str, Any]) -> None:
@@ -175,10 +175,9 @@ class GameClient:
     def of(cls, settings: GameSettings, hello: Mapping[str, Any]) -> "GameClient":
         """The running event loop's client for ``settings`` (made on first use)."""
         per_loop = cls._clients.setdefault(asyncio.get_running_loop(), {})
-        key = (settings.address, settings.secret, settings.tls)
-        if key not in per_loop:
-            per_loop[key] = cls(settings, hello)
-        return per_loop[key]
+        if settings not in per_loop:
+            per_loop[settings] = cls(settings, hello)
+        return per_loop[settings]
 
     async def _connect(self, index: int) -> Connection:
         """Connect slot ``index``, retrying with backoff until it works (the caller bounds the wait)."""

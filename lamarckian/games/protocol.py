@@ -216,7 +216,7 @@ def describe_space(space: gymnasium.Space) -> dict[str, Any]:
     if isinstance(space, gymnasium.spaces.MultiDiscrete):
         return {"type": "multi_discrete", "nvec": space.nvec.reshape(-1).tolist(), "shape": list(space.shape)}
     if isinstance(space, gymnasium.spaces.MultiBinary):
-        return {"type": "multi_binary", "shape": list(space.shape)}
+        return {"type": "multi_binary", "n": space.n if isinstance(space.n, int) else np.asarray(space.n).tolist()}
     if isinstance(space, gymnasium.spaces.Dict):
         return {"type": "dict", "spaces": {name: describe_space(sub) for name, sub in space.spaces.items()}}
     raise ValueError(f"{type(space).__name__} spaces cannot be described (Box, Discrete, MultiDiscrete, "
@@ -243,7 +243,8 @@ def build_space(description: Any, where: str = "space") -> gymnasium.Space:
             return gymnasium.spaces.MultiDiscrete(np.asarray(description["nvec"], np.int64).reshape(
                 description.get("shape", [len(description["nvec"])])))
         if kind == "multi_binary":
-            return gymnasium.spaces.MultiBinary(list(description["shape"]))
+            count = description["n"]
+            return gymnasium.spaces.MultiBinary(count if isinstance(count, int) else list(count))
         if kind == "dict":
             return gymnasium.spaces.Dict({str(name): build_space(sub, f"{where}.{name}")
                                           for name, sub in dict(description["spaces"]).items()})
@@ -267,6 +268,8 @@ def conform(value: Any, space: gymnasium.Space, where: str) -> Any:
             value = value.reshape(-1)[0].item()
         if not isinstance(value, int) or isinstance(value, bool):
             raise ProtocolViolation(f"{where}: expected an integer, got {type(value).__name__}")
+        if not space.start <= value < space.start + space.n:
+            raise ProtocolViolation(f"{where}: {value} is outside {space}")
         return np.int64(value)
     try:
         array = np.asarray(value)

@@ -170,27 +170,32 @@ class GameServer:
             if served is not None:
                 self._finish(served)
             return
+        served = episodes.get(number)
+        problem = self._reset_problem(message, number, episodes) if kind == "reset" else \
+            f"no episode {number} runs on this connection" if served is None else \
+            f"episode {number} already has a request in flight" if served.busy else None
+        if problem is not None:
+            self._refuse(writer, number, problem)
+            return
         if kind == "reset":
-            if number in episodes:
-                return self._refuse(writer, number, f"episode {number} is already running")
-            if len(episodes) >= self.max_episodes:
-                return self._refuse(writer, number, f"over {self.max_episodes} episodes on one connection")
-            try:
-                seats = protocol.seat_list(message.get("seats"), len(self.seats), "reset: seats")
-            except ProtocolViolation as error:
-                return self._refuse(writer, number, str(error))
-            if len(seats) < len(self.seats) and not self.rule:
-                return self._refuse(writer, number, "this game has no rule for the seats left out: play them all")
             seed = message.get("seed")
-            episodes[number] = served = self._start(seats, seed if isinstance(seed, int) else None)
-        else:
-            served = episodes.get(number)
-            if served is None:
-                return self._refuse(writer, number, f"no episode {number} runs on this connection")
-            if served.busy:
-                return self._refuse(writer, number, f"episode {number} already has a request in flight")
+            episodes[number] = served = self._start(message["seats"], seed if isinstance(seed, int) else None)
         served.busy = True
         asyncio.get_running_loop().create_task(self._answer(message, number, served, episodes, writer))
+
+    def _reset_problem(self, message: dict[str, Any], number: int, episodes: dict[int, Served]) -> str | None:
+        """Why a ``reset`` cannot start its episode (None: it can)."""
+        if number in episodes:
+            return f"episode {number} is already running"
+        if len(episodes) >= self.max_episodes:
+            return f"over {self.max_episodes} episodes on one connection"
+        try:
+            seats = protocol.seat_list(message.get("seats"), len(self.seats), "reset: seats")
+        except ProtocolViolation as error:
+            return str(error)
+        if len(seats) < len(self.seats) and not self.rule:
+            return "this game has no rule for the seats left out: play them all"
+        return None
 
     def _refuse(self, writer: asyncio.StreamWriter, number: int, reason: str) -> None:
         self.counters["errors"] += 1
@@ -213,10 +218,11 @@ class GameServer:
         try:
             if message["type"] == "step":
                 await self._step(served, message.get("actions"))
-        except ProtocolViolation as error:
+        except Exception as error:  # noqa: BLE001 - a bad action or a failing game ends that episode, not the server
             episodes.pop(number, None)
             self._finish(served)
-            return self._refuse(writer, number, str(error))
+            reason = str(error) if isinstance(error, ProtocolViolation) else f"the game failed: {error}"
+            return self._refuse(writer, number, reason)
         served.busy = False
         reply = {"type": "observation", "episode": number, "players": [self._seat(c) for c in served.controllers]}
         if all(c.done for c in served.controllers) and episodes.pop(number, None) is not None:

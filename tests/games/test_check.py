@@ -1,0 +1,68 @@
+"""The conformance checker: the reference server passes it, each deliberately broken server fails it with the line
+that names its flaw, and the CLI's exit codes say which."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from lamarckian.games.check import check
+
+from .helpers import ROOT, ServerProcess
+
+
+def test_the_reference_server_conforms(tmp_path):
+    server = ServerProcess(tmp_path, ["--mdp", "pong", "-m", "mdp.pong.score=1"])
+    violations = check(server.address, server.secret, timeout=5)
+    server.stop()
+    assert violations == []
+
+
+@pytest.mark.parametrize("flaw,line", [
+    ("swap_ids", "round trip: reset: the answer carries episode 2, not 1"),
+    ("silent", "episode ids: no answer within the timeout"),
+    ("impostor", "handshake: the game server did not prove the secret (wrong secret or an impostor)"),
+])
+def test_a_broken_server_fails_with_the_line_that_names_its_flaw(tmp_path, monkeypatch, flaw, line):
+    monkeypatch.setenv("LAMARCKIAN_TEST_FLAW", flaw)
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1"], module="tests.games.broken_server")
+    violations = check(server.address, server.secret, timeout=1)
+    server.stop()
+    assert line in violations
+
+
+def test_the_cli_exits_0_for_a_conforming_server_and_1_with_one_line_per_violation(tmp_path):
+    good = ServerProcess(tmp_path, ["--env", "CartPole-v1"])
+    environment = {**os.environ, "LAMARCKIAN_TEST_FLAW": "swap_ids"}
+    bad = subprocess.Popen([sys.executable, "-m", "tests.games.broken_server", "serve", "--env", "CartPole-v1",
+                            "--secret", str(good.secret), "--address-file", str(tmp_path / "bad")], cwd=ROOT,
+                           env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        results = [subprocess.run([sys.executable, "-m", "lamarckian.games", "check", address, "--secret",
+                                   str(good.secret), "--timeout", "2"], capture_output=True, text=True, cwd=ROOT)
+                   for address in (good.address, _wait_for(tmp_path / "bad"))]
+    finally:
+        bad.terminate()
+        bad.wait(10)
+        good.stop()
+    assert (results[0].returncode, results[0].stdout) == (0, "")
+    assert results[1].returncode == 1 and results[1].stdout.startswith("round trip: ")
+
+
+def test_the_cli_says_which_secret_file_is_missing_with_exit_code_2(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "lamarckian.games", "check", "tcp://127.0.0.1:9",
+                             "--secret", str(tmp_path / "absent.secret")], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 2 and "absent.secret" in result.stderr
+
+
+def _wait_for(file) -> str:
+    import time
+
+    deadline = time.monotonic() + 60
+    while not (file.exists() and file.read_text().strip()):
+        assert time.monotonic() < deadline, "the broken server did not start"
+        time.sleep(0.05)
+    return file.read_text().strip()

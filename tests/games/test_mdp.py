@@ -1,0 +1,70 @@
+"""mdp.create: game against a real server process: many episodes over a few connections, and every injected fault
+(a crash mid-episode and a restart, late answers, dropped requests, garbage) costing only the episodes it hits,
+counted, with nothing hanging."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from lamarckian.games.mdp import GameMDP
+
+from .helpers import ServerProcess, free_port, play
+
+
+def counted(mdps: list[GameMDP], name: str) -> float:
+    return sum(mdp.counters()[name] for mdp in mdps)
+
+
+def test_many_episodes_share_a_few_connections(tmp_path):
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "5ms"])
+    mdps = [GameMDP(server.settings(connections=2), seed=i) for i in range(64)]
+    counts = play(mdps, 3.0)
+    stats = server.stop()
+    assert stats["connections"] == 3            # the hello fetched once, then the 2 connections of the loop
+    assert counts["finished"] >= 64 and counts["lost"] == 0
+
+
+def test_pong_seats_left_out_are_played_by_the_server(tmp_path):
+    server = ServerProcess(tmp_path, ["--mdp", "pong", "-m", "mdp.pong.score=1"])
+    mdps = [GameMDP(server.settings(), seed=i) for i in range(4)]
+    counts = play(mdps, 3.0, seats=(1,))
+    server.stop()
+    assert len(mdps[0].describe()) == 2 and counts["finished"] >= 4 and counts["lost"] == 0
+
+
+def test_a_server_crash_mid_episode_loses_those_episodes_and_play_resumes_after_a_restart(tmp_path):
+    port = free_port()
+    first = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "2ms", "--crash-after", "300"], port=port)
+    mdps = [GameMDP(first.settings(timeout=1.0), seed=i) for i in range(16)]
+    before = play(mdps, 2.0)                     # the server dies after 300 steps, mid-episode
+    crashed = first.process.wait(10)
+    lost = counted(mdps, "lost_disconnected")
+    second = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "2ms"], port=port, secret=first.secret)
+    after = play(mdps, 2.0)
+    second.stop()
+    assert crashed == 3
+    assert lost >= 1 and before["steps"] >= 300
+    assert after["finished"] >= 16
+
+
+def test_late_answers_are_given_up_after_the_timeout(tmp_path):
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "1s"])
+    mdps = [GameMDP(server.settings(timeout=0.2), seed=i) for i in range(8)]
+    started = time.monotonic()
+    counts = play(mdps, 1.5)
+    elapsed = time.monotonic() - started
+    server.stop()
+    assert counts["finished"] == 0 and counted(mdps, "lost_timeout") >= 8
+    assert elapsed < 5
+
+
+@pytest.mark.parametrize("fault,counter", [("--drop-rate", "lost_timeout"), ("--garbage-rate", "lost_garbage")])
+def test_dropped_and_garbled_answers_cost_only_their_episodes(tmp_path, fault, counter):
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1", fault, "0.002"])
+    mdps = [GameMDP(server.settings(timeout=0.3), seed=i) for i in range(16)]
+    counts = play(mdps, 4.0)
+    stats = server.stop()
+    assert counted(mdps, counter) >= 1 and counts["finished"] >= 32
+    assert stats.get("dropped" if fault == "--drop-rate" else "garbage", 0) >= 1
