@@ -128,7 +128,8 @@ class TrainSettings(Section):
 
 @dataclasses.dataclass(frozen=True)
 class SampleSettings(Section):
-    """``sample``: the actor fleet (actors, environments per actor, segment length, back-pressure, CPUs each)."""
+    """``sample``: the actor fleet (actors, environments per actor, segment length, back-pressure, CPUs each, the
+    longest a waiting request is held for a bigger batch in seconds)."""
 
     KEY = "sample"
 
@@ -138,10 +139,12 @@ class SampleSettings(Section):
     truncation: int
     credits: int
     eval: int
+    batch_wait: float | None = None
 
     def __post_init__(self) -> None:
         _require(self, actors=self.actors >= 1, num_cpus=self.num_cpus >= 0, envs=self.envs >= 1,
-                 truncation=self.truncation >= 1, credits=self.credits >= 1, eval=self.eval >= 0)
+                 truncation=self.truncation >= 1, credits=self.credits >= 1, eval=self.eval >= 0,
+                 batch_wait=self.batch_wait is None or self.batch_wait > 0)
 
 
 @dataclasses.dataclass(frozen=True)

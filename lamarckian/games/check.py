@@ -14,7 +14,6 @@ import numpy as np
 
 from . import protocol
 from .protocol import ProtocolViolation
-from .server import parse_address
 
 STEPS = 200           # steps of the round-trip check, at most
 
@@ -28,7 +27,7 @@ class Session:
 
     def __init__(self, address: str, secret: bytes, timeout: float, tls: ssl.SSLContext | None,
                  tls_name: str | None) -> None:
-        host, port = parse_address(address)
+        host, port = protocol.parse_address(address)
         self.sock = socket.create_connection((host, port), timeout=timeout)
         if tls is not None:
             self.sock = tls.wrap_socket(self.sock, server_hostname=tls_name or host)

@@ -15,7 +15,6 @@ from typing import Any, Mapping
 from ..config.sections import Section
 from . import protocol
 from .protocol import ProtocolViolation
-from .server import parse_address
 
 BACKOFF = (0.1, 2.0)       # seconds between connection attempts: first, at most (doubling)
 FAULTS = ("timeout", "disconnected", "garbage", "error")
@@ -48,7 +47,7 @@ class GameSettings(Section):
     def __post_init__(self) -> None:
         if self.address is None:
             raise ValueError("mdp.game.address: set it to the tcp://HOST:PORT that the game server printed")
-        parse_address(self.address)
+        protocol.parse_address(self.address)
         if self.connections < 1 or self.max_episodes < 1 or not self.timeout > 0:
             raise ValueError("mdp.game: connections and max_episodes must be >= 1, timeout > 0 seconds")
 
@@ -69,7 +68,7 @@ def tls_context(settings: GameSettings) -> ssl.SSLContext | None:
 def fetch_hello(settings: GameSettings) -> dict[str, Any]:
     """Connect once with a blocking socket and return the server's ``hello`` (the players' spaces); ValueError
     naming the address when it cannot be reached, PermissionError when the secret is refused."""
-    host, port = parse_address(settings.address)
+    host, port = protocol.parse_address(settings.address)
     secret = protocol.read_secret(settings.secret)
     try:
         sock = socket.create_connection((host, port), timeout=settings.timeout)
@@ -85,73 +84,114 @@ def fetch_hello(settings: GameSettings) -> dict[str, Any]:
             raise ValueError(f"mdp.game.address={settings.address}: handshake failed ({error})") from None
 
 
-class Connection:
-    """One authenticated connection: requests out, replies routed to the waiting episode by id."""
+class Connection(asyncio.Protocol):
+    """One authenticated connection (an asyncio protocol once the handshake is done): requests out, coalesced into
+    one write per event-loop turn; every complete frame of a received chunk routed to its episode's future."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, max_frame: int) -> None:
-        self.reader, self.writer, self.max_frame = reader, writer, max_frame
-        self.pending: dict[int, asyncio.Future] = {}
+    def __init__(self, secret: bytes, max_frame: int) -> None:
+        self.secret, self.frames = secret, protocol.Frames(max_frame)
+        self.transport: asyncio.Transport | None = None
+        self.pending: dict[int, tuple[asyncio.Future, float]] = {}    # episode → (its reply, deadline)
         self.episodes = 0
         self.late = 0                     # replies to episodes given up already
         self.fault: GameFault | None = None
-        self.reader_task = asyncio.get_running_loop().create_task(self._read())
+        self.outgoing: list[bytes] = []
+        self.loop = asyncio.get_running_loop()
+        self.nonces: tuple[bytes, bytes] | None = None      # (own, the server's) between challenge and hello
+        self.hello: asyncio.Future = self.loop.create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     @property
     def alive(self) -> bool:
         return self.fault is None
 
-    async def _read(self) -> None:
+    def data_received(self, data: bytes) -> None:
         try:
-            while True:
-                message = await protocol.read_message(self.reader, self.max_frame)
-                if message["type"] not in protocol.SERVER_MESSAGES:
-                    raise ProtocolViolation(f"unexpected message type {message['type']!r}")
-                future = self.pending.pop(message.get("episode"), None) if \
-                    isinstance(message.get("episode"), int) else None
-                if future is not None and not future.done():
-                    future.set_result(message)
-                elif message["type"] == "error" and message.get("episode") is None:
-                    raise ConnectionError(f"the server closed the connection: {message.get('message')}")
+            for body in self.frames.feed(data):
+                message = protocol.unpack(body)
+                if self.hello.done():
+                    self._route(message)
                 else:
-                    self.late += 1
+                    self._handshake(message)
+        except PermissionError as error:
+            self._fail(GameFault("error", str(error)))
         except ProtocolViolation as error:
             self._fail(GameFault("garbage", f"the server broke the protocol ({error})"))
-        except (asyncio.IncompleteReadError, ConnectionError, OSError) as error:
-            self._fail(GameFault("disconnected", f"{type(error).__name__}: {error}"))
+        except ConnectionError as error:
+            self._fail(GameFault("disconnected", str(error)))
+
+    def _handshake(self, message: dict[str, Any]) -> None:
+        if self.nonces is None:
+            auth, own, theirs = protocol.answer(self.secret, message)
+            self.nonces = own, theirs
+            self.transport.write(protocol.pack(auth))
+        else:
+            self.hello.set_result(protocol.accept_hello(self.secret, message, *self.nonces))
+
+    def _route(self, message: dict[str, Any]) -> None:
+        if message["type"] not in protocol.SERVER_MESSAGES:
+            raise ProtocolViolation(f"unexpected message type {message['type']!r}")
+        number = message.get("episode")
+        waiting = self.pending.pop(number, None) if isinstance(number, int) else None
+        if waiting is not None:
+            if not waiting[0].done():
+                waiting[0].set_result(message)
+        elif message["type"] == "error" and number is None:
+            raise ConnectionError(f"the server closed the connection: {message.get('message')}")
+        else:
+            self.late += 1
+
+    def connection_lost(self, error: Exception | None) -> None:
+        self._fail(GameFault("disconnected", f"the server closed the connection ({error or 'EOF'})"))
 
     def _fail(self, fault: GameFault) -> None:
-        self.fault = fault
-        for future in self.pending.values():
+        if self.fault is None:
+            self.fault = fault
+        if not self.hello.done():
+            self.hello.set_exception(self.fault)
+        pending, self.pending = self.pending, {}
+        for future, _ in pending.values():
             if not future.done():
-                future.set_exception(fault)
-        self.pending.clear()
-        self.writer.close()
+                future.set_exception(self.fault)
+        self.transport.close()
 
     def send(self, message: Mapping[str, Any]) -> None:
-        if self.alive and not self.writer.is_closing():
-            self.writer.write(protocol.pack(message))
-
-    async def request(self, number: int, message: Mapping[str, Any], timeout: float) -> dict[str, Any]:
-        """Send ``message`` for episode ``number`` and wait for its reply; :class:`GameFault` for an ``error``
-        reply, a dead connection or no reply within ``timeout`` seconds (the episode is then closed)."""
+        """Queue ``message``; everything queued in this event-loop turn leaves in one write."""
         if not self.alive:
-            raise self.fault
-        future = asyncio.get_running_loop().create_future()
-        self.pending[number] = future
-        self.send(message)
-        try:
-            reply = await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
-            self.pending.pop(number, None)
-            self.send({"type": "close", "episode": number})
-            raise GameFault("timeout", f"no answer in {timeout:g} s") from None
-        if reply["type"] == "error":
-            raise GameFault("error", str(reply.get("message")))
-        return reply
+            return
+        if not self.outgoing:
+            self.loop.call_soon(self._flush)
+        self.outgoing.append(protocol.pack(message))
 
-    async def close(self) -> None:
-        self.writer.close()
-        self.reader_task.cancel()
+    def _flush(self) -> None:
+        outgoing, self.outgoing = self.outgoing, []
+        if self.alive and not self.transport.is_closing():
+            self.transport.write(b"".join(outgoing))
+
+    def request(self, number: int, message: Mapping[str, Any], timeout: float) -> asyncio.Future:
+        """Send ``message`` for episode ``number``; the future of its reply (a :class:`GameFault` when the
+        connection fails or :meth:`expire` finds it overdue after ``timeout`` seconds)."""
+        future = self.loop.create_future()
+        if not self.alive:
+            future.set_exception(self.fault)
+            return future
+        self.pending[number] = future, self.loop.time() + timeout
+        self.send(message)
+        return future
+
+    def expire(self, now: float) -> None:
+        """Fail the requests past their deadline (their episodes are closed on the server)."""
+        overdue = [number for number, (_, deadline) in self.pending.items() if deadline <= now]
+        for number in overdue:
+            future, _ = self.pending.pop(number)
+            self.send({"type": "close", "episode": number})
+            if not future.done():
+                future.set_exception(GameFault("timeout", "no answer within mdp.game.timeout"))
 
 
 class GameClient:
@@ -170,6 +210,7 @@ class GameClient:
         self.slots = asyncio.Semaphore(settings.max_episodes)
         self.next_episode = 0
         self.connects = 0
+        self.sweeper: asyncio.Task | None = None
 
     @classmethod
     def of(cls, settings: GameSettings, hello: Mapping[str, Any]) -> "GameClient":
@@ -181,30 +222,26 @@ class GameClient:
 
     async def _connect(self, index: int) -> Connection:
         """Connect slot ``index``, retrying with backoff until it works (the caller bounds the wait)."""
-        delay = BACKOFF[0]
-        host, port = parse_address(self.settings.address)
+        delay, loop = BACKOFF[0], asyncio.get_running_loop()
+        host, port = protocol.parse_address(self.settings.address)
         context = tls_context(self.settings)
         while True:
+            connection = Connection(self.secret, self.max_frame)
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(
-                    host, port, ssl=context, server_hostname=(self.settings.tls_name or host) if context else None,
-                    limit=2**20), self.settings.timeout)
-                try:
-                    await asyncio.wait_for(protocol.client_handshake_async(reader, writer, self.secret, self.max_frame),
-                                           self.settings.timeout)
-                except BaseException:
-                    writer.close()
-                    raise
-                sock = writer.get_extra_info("socket")
-                if sock is not None:
-                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                connection = Connection(reader, writer, self.max_frame)
-                self.connections[index] = connection
-                self.connects += 1
-                return connection
-            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ProtocolViolation):
+                await asyncio.wait_for(loop.create_connection(
+                    lambda: connection, host, port, ssl=context,                                   # noqa: B023
+                    server_hostname=(self.settings.tls_name or host) if context else None), self.settings.timeout)
+                await asyncio.wait_for(asyncio.shield(connection.hello), self.settings.timeout)
+            except (OSError, asyncio.TimeoutError, GameFault):
+                if connection.transport is not None:
+                    connection.transport.abort()
                 await asyncio.sleep(delay)
                 delay = min(2 * delay, BACKOFF[1])
+                continue
+            self.connections[index] = connection
+            self.connects += 1
+            self._sweep()
+            return connection
 
     def _attempt(self, index: int) -> asyncio.Task:
         task = self.attempts[index]
@@ -230,6 +267,20 @@ class GameClient:
             raise GameFault("disconnected", f"no connection to {self.settings.address} in {self.settings.timeout:g} s")
         return next(iter(done)).result()
 
+    def _sweep(self) -> None:
+        """Keep a task failing overdue requests (a quarter of the timeout apart: a request is given up between 1
+        and 1.25 timeouts after it left; no timer per request)."""
+        if self.sweeper is None or self.sweeper.done():
+            self.sweeper = asyncio.get_running_loop().create_task(self._expire_forever())
+
+    async def _expire_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(1.0, self.settings.timeout / 4))
+            for connection in self.connections:
+                if connection is not None and connection.pending:
+                    connection.expire(loop.time())
+
     async def reset(self, seats: list[int], seed: int | None) -> tuple[Connection, int, dict[str, Any]]:
         """Start an episode with the trainer on ``seats``; its connection, its id and the first ``observation``.
         Holds one of ``max_episodes`` slots until :meth:`finish`."""
@@ -242,16 +293,20 @@ class GameClient:
         number, self.next_episode = self.next_episode, self.next_episode + 1
         connection.episodes += 1
         try:
-            reply = await connection.request(number, {"type": "reset", "episode": number, "seats": seats,
-                                                      "seed": seed}, self.settings.timeout)
+            reply = await self.ask(connection, number, {"type": "reset", "episode": number, "seats": seats,
+                                                        "seed": seed})
         except BaseException:
-            self.finish(connection, number, close=False)
+            self.finish(connection, number, close=True)
             raise
         return connection, number, reply
 
-    async def step(self, connection: Connection, number: int, actions: list[Any]) -> dict[str, Any]:
-        return await connection.request(number, {"type": "step", "episode": number, "actions": actions},
-                                        self.settings.timeout)
+    async def ask(self, connection: Connection, number: int, message: Mapping[str, Any]) -> dict[str, Any]:
+        """``message`` for episode ``number`` and its reply; :class:`GameFault` for an ``error`` reply, a failed
+        connection or no reply within the timeout."""
+        reply = await connection.request(number, message, self.settings.timeout)
+        if reply["type"] == "error":
+            raise GameFault("error", str(reply.get("message")))
+        return reply
 
     def finish(self, connection: Connection, number: int, close: bool) -> None:
         """The episode is over for the trainer (``close``: tell the server, which has not ended it itself)."""

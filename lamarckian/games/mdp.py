@@ -22,84 +22,99 @@ _hellos: dict[tuple, dict[str, Any]] = {}    # per process: a server's hello, fe
 
 
 class GameEpisode:
-    """The trainer's seats of one served episode and the coroutine that carries their actions to the server."""
+    """The trainer's seats of one served episode. The tick resets it and waits for its end; the last seat to submit
+    its action in a round sends the ``step`` and every seat's call returns with the reply."""
 
     def __init__(self, mdp: "GameMDP", seats: list[int], seed: int | None) -> None:
         self.mdp, self.seats, self.seed = mdp, seats, seed
+        self.client = GameClient.of(mdp.settings, mdp.hello)
         self.spaces = [mdp.specs[seat].observation for seat in seats]
         self.action_spaces = [mdp.specs[seat].action for seat in seats]
         self.states: list[dict[str, Any] | None] = [None] * len(seats)
         self.totals = [0.0] * len(seats)
+        self.undone = 0
         self.lost: str | None = None
         self.actions: dict[int, Any] = {}
+        self.connection: Connection | None = None
+        self.number = -1
+        loop = asyncio.get_running_loop()
         self.observed = asyncio.Event()     # the first observation (or the loss) is in
-        self.all_in = asyncio.Event()       # every seat still playing submitted its action
-        self.stepped: asyncio.Future | None = None
-        self.closed = False                 # run() has returned: no step will come
+        self.over = loop.create_future()    # every seat is done, or the episode is lost
+        self.stepped: asyncio.Future | None = None   # the round the seats that submitted wait for
 
-    def playing(self) -> list[int]:
-        return [i for i, state in enumerate(self.states) if state is not None and not state["done"]]
-
-    async def submit(self, index: int, action: Any) -> None:
-        if self.closed:                      # lost while this seat was choosing its action
-            return
-        if self.stepped is None:
-            self.stepped = asyncio.get_running_loop().create_future()
-        stepped = self.stepped
-        self.actions[index] = protocol.encode_action(action, self.action_spaces[index])
-        if len(self.actions) == len(self.playing()):
-            self.all_in.set()
-        await stepped
+    def playing(self) -> int:
+        """Seats still playing (none before the first observation)."""
+        return self.undone
 
     async def run(self) -> None:
-        """Reset, then one ``step`` per round of actions until every seat is done or the episode is lost."""
-        client = GameClient.of(self.mdp.settings, self.mdp.hello)
-        connection: Connection | None = None
-        number = -1
+        """The tick: reset, then wait for the end; a cancelled episode (an evaluation's step cap) is closed on the
+        server."""
         try:
-            connection, number, reply = await client.reset(self.seats, self.seed)
+            self.connection, self.number, reply = await self.client.reset(self.seats, self.seed)
             self._update(reply)
-            while self.playing():
-                await self.all_in.wait()
-                actions = [self.actions.get(i) for i in range(len(self.seats))]
-                reply = await client.step(connection, number, actions)
-                self._update(reply)
-                self._release()
-            client.finish(connection, number, close=False)
+            if self.playing():
+                await self.over
+            else:
+                self._end(close=False)
         except GameFault as fault:
-            self._lose(fault.kind)
-            if connection is not None:
-                client.finish(connection, number, close=fault.kind == "timeout" and connection.alive)
+            self._lose(fault.kind, close=False)
         except protocol.ProtocolViolation:             # a reply that does not fit the spaces
-            self._lose("garbage")
-            if connection is not None:
-                client.finish(connection, number, close=True)
-        except asyncio.CancelledError:                  # an evaluation cut at its step cap
-            if connection is not None:
-                client.finish(connection, number, close=True)
+            self._lose("garbage", close=True)
+        except asyncio.CancelledError:
+            self._end(close=True)
             raise
         finally:
-            self.closed = True
-            self._release()
             self.observed.set()
+
+    async def submit(self, index: int, action: Any) -> None:
+        """Seat ``index`` acts; returns once the step that used the action has been answered (or lost)."""
+        if self.over.done():                 # lost while this seat was choosing its action
+            return
+        self.actions[index] = protocol.encode_action(action, self.action_spaces[index])
+        if len(self.actions) < self.playing():
+            if self.stepped is None:
+                self.stepped = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self.stepped)
+            return
+        actions = [self.actions.get(i) for i in range(len(self.seats))]
+        self.actions = {}
+        try:
+            self._update(await self.client.ask(self.connection, self.number,
+                                               {"type": "step", "episode": self.number, "actions": actions}))
+            if not self.playing():
+                self._end(close=False)
+        except GameFault as fault:
+            self._lose(fault.kind, close=fault.kind == "timeout")
+        except protocol.ProtocolViolation:
+            self._lose("garbage", close=True)
+        finally:
+            stepped, self.stepped = self.stepped, None
+            if stepped is not None and not stepped.done():
+                stepped.set_result(None)
 
     def _update(self, reply: Mapping[str, Any]) -> None:
         states = protocol.seat_states(reply, self.spaces, "observation")
         for index, state in enumerate(states):
             self.totals[index] += state["reward"]
         self.states = states
+        self.undone = sum(1 for state in states if not state["done"])
         self.observed.set()
 
-    def _release(self) -> None:
-        self.actions = {}
-        self.all_in.clear()
-        stepped, self.stepped = self.stepped, None
-        if stepped is not None and not stepped.done():
-            stepped.set_result(None)
+    def _end(self, close: bool) -> None:
+        """The episode is over for the trainer: its slot and connection share are given back (once)."""
+        if not self.over.done():
+            self.over.set_result(None)
+            if self.connection is not None:
+                self.client.finish(self.connection, self.number, close=close)
 
-    def _lose(self, kind: str) -> None:
-        self.lost = kind
-        self.mdp.faults[kind] += 1
+    def _lose(self, kind: str, close: bool) -> None:
+        if not self.over.done():
+            self.lost = kind
+            self.mdp.faults[kind] += 1
+            if self.connection is None:            # the reset failed: its slot was given back already
+                self.over.set_result(None)
+        self._end(close)
+        self.observed.set()
 
 
 class GameController(Controller):

@@ -32,6 +32,7 @@ MAX_DIMS = 8
 DTYPES = {name: np.dtype(name).newbyteorder("<") for name in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
     "float64")}
+DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}      # a little-endian dtype → its name
 CLIENT_MESSAGES = ("reset", "step", "close")
 SERVER_MESSAGES = ("observation", "error")
 
@@ -40,23 +41,42 @@ class ProtocolViolation(ValueError):
     """Bytes or a message that break the protocol (the connection that sent them is closed)."""
 
 
+def parse_address(address: str) -> tuple[str, int]:
+    """``tcp://HOST:PORT`` (``[v6]`` hosts too) as ``(host, port)``; ValueError naming the address otherwise."""
+    rest = address.removeprefix("tcp://")
+    host, _, port = rest.rpartition(":")
+    host = host.strip("[]")
+    if not address.startswith("tcp://") or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ValueError(f"game address {address!r}: expected tcp://HOST:PORT")
+    return host, int(port)
+
+
 # ---- frames ------------------------------------------------------------------------------------------------
 def pack(message: Mapping[str, Any]) -> bytes:
     """One frame: the length prefix and the msgpack body of ``message`` (numpy arrays as extension type 1)."""
-    body = msgpack.packb(message, default=_encode_extension, use_bin_type=True)
+    try:
+        body = _PACKER.pack(message)
+    except BaseException:
+        _PACKER.reset()
+        raise
     return HEADER.pack(len(body)) + body
 
 
 def _encode_extension(value: Any) -> Any:
     if isinstance(value, np.ndarray):
-        array = np.ascontiguousarray(value)
-        if array.dtype.name not in DTYPES:
-            raise TypeError(f"arrays of {array.dtype} cannot travel (one of {', '.join(DTYPES)})")
-        data = array.astype(DTYPES[array.dtype.name], copy=False).tobytes()
-        return msgpack.ExtType(EXT_ARRAY, msgpack.packb([array.dtype.name, list(array.shape), data]))
+        name = DTYPE_NAMES.get(value.dtype)
+        if name is None:
+            if value.dtype.name not in DTYPES:
+                raise TypeError(f"arrays of {value.dtype} cannot travel (one of {', '.join(DTYPES)})")
+            value, name = value.astype(DTYPES[value.dtype.name]), value.dtype.name     # to little-endian
+        return msgpack.ExtType(EXT_ARRAY, _ARRAY_PACKER.pack((name, value.shape, value.tobytes())))
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"cannot send {type(value).__name__}")
+
+
+_PACKER = msgpack.Packer(default=_encode_extension, use_bin_type=True)     # reused: one per process (one thread)
+_ARRAY_PACKER = msgpack.Packer(use_bin_type=True)                        # an array's header inside the other's call
 
 
 def _decode_extension(code: int, data: bytes) -> np.ndarray:
@@ -87,6 +107,29 @@ def unpack(body: bytes) -> dict[str, Any]:
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):
         raise ProtocolViolation("a frame holds a map with a string 'type'")
     return message
+
+
+class Frames:
+    """Splits a byte stream into frame bodies (for ``asyncio.Protocol.data_received``: every complete frame of a
+    chunk at once). ProtocolViolation for a frame over ``max_frame`` bytes."""
+
+    def __init__(self, max_frame: int) -> None:
+        self.max_frame = max_frame
+        self.buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self.buffer += data
+        bodies, start, end = [], 0, len(self.buffer)
+        while end - start >= HEADER.size:
+            (length,) = HEADER.unpack_from(self.buffer, start)
+            if length > self.max_frame:
+                raise ProtocolViolation(f"a frame of {length} bytes is over the limit of {self.max_frame}")
+            if end - start - HEADER.size < length:
+                break
+            bodies.append(bytes(self.buffer[start + HEADER.size:start + HEADER.size + length]))
+            start += HEADER.size + length
+        del self.buffer[:start]
+        return bodies
 
 
 async def read_message(reader: asyncio.StreamReader, max_frame: int) -> dict[str, Any]:

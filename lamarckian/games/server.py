@@ -28,6 +28,8 @@ from .protocol import ProtocolViolation
 
 log = logging.getLogger(__name__)
 HANDSHAKE_TIMEOUT = 5.0     # seconds a new connection has to prove the secret
+TIMER_LEARNING = 0.01       # step of the timer calibration (per delayed reply)
+TIMER_EARLY_MAX = 0.002     # seconds a delayed reply is scheduled early at most
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +99,8 @@ class GameServer:
         self.rule = len(specs) > 1      # the built-in games play a seat nobody controls by their rule
         self.free: list[MDP] = [probe]
         self.counters: collections.Counter[str] = collections.Counter()
+        self.early = 0.0                                  # seconds delayed replies are scheduled early
+        self.lateness: collections.deque[float] = collections.deque(maxlen=10_000)   # seconds, of the latest ones
 
     def _build(self) -> MDP:
         mdp = self.make_mdp(self.seed + self.built)
@@ -111,77 +115,45 @@ class GameServer:
                              "action": protocol.describe_space(spec.action)}
                             for seat, spec in zip(self.seats, self.specs)]}
 
-    def statistics(self) -> dict[str, int]:
-        return dict(self.counters)
+    def statistics(self) -> dict[str, float]:
+        """The counters, and how far the latest delayed replies left from their due time (``late_ms``: mean,
+        ``late_abs_ms``: mean absolute)."""
+        stats: dict[str, float] = dict(self.counters)
+        if self.lateness:
+            stats["late_ms"] = 1000 * sum(self.lateness) / len(self.lateness)
+            stats["late_abs_ms"] = 1000 * sum(map(abs, self.lateness)) / len(self.lateness)
+        return stats
 
     # ---- connections -----------------------------------------------------------------------------------------
     async def serve(self, sock: socket.socket, tls: ssl.SSLContext | None = None) -> None:
         """Accept connections on the listening ``sock`` (under TLS with ``tls``) until cancelled."""
-        server = await asyncio.start_server(self.handle, sock=sock, limit=2**20, ssl=tls)
+        server = await asyncio.get_running_loop().create_server(lambda: Peer(self), sock=sock, ssl=tls)
         async with server:
             await server.serve_forever()
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """One client connection: the handshake, then its requests until it closes or breaks the protocol."""
-        self.counters["connections"] += 1
-        episodes: dict[int, Served] = {}
-        try:
-            if not await asyncio.wait_for(self._handshake(reader, writer), HANDSHAKE_TIMEOUT):
-                return
-            while True:
-                message = await protocol.read_message(reader, self.max_frame)
-                self._dispatch(message, episodes, writer)
-        except ProtocolViolation as error:
-            self.counters["violations"] += 1
-            log.warning("game server: dropping a client that broke the protocol: %s", error)
-            self._send(writer, {"type": "error", "message": f"protocol violation: {error}"})
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.TimeoutError):
-            pass
-        finally:
-            for served in episodes.values():
-                self._finish(served)
-            writer.close()
-
-    async def _handshake(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        own = protocol.nonce()
-        writer.write(protocol.pack({"type": "challenge", "version": protocol.VERSION, "nonce": own}))
-        auth = await protocol.read_message(reader, 4096)
-        if auth.get("type") != "auth" or auth.get("version") != protocol.VERSION:
-            raise ProtocolViolation(f"expected auth of protocol version {protocol.VERSION}")
-        theirs = protocol.check_nonce(auth, "auth")
-        if not protocol.verify(protocol.proof(self.secret, b"client", own, theirs), auth):
-            self.counters["refused"] += 1
-            self._send(writer, {"type": "error", "message": "authentication failed"})
-            return False
-        writer.write(protocol.pack({**self.hello(), "proof": protocol.proof(self.secret, b"server", theirs, own)}))
-        return True
-
-    def _send(self, writer: asyncio.StreamWriter, message: dict[str, Any]) -> None:
-        if not writer.is_closing():
-            writer.write(protocol.pack(message))
-
-    def _dispatch(self, message: dict[str, Any], episodes: dict[int, Served], writer: asyncio.StreamWriter) -> None:
+    def dispatch(self, message: dict[str, Any], peer: "Peer") -> None:
+        """One request of an authenticated ``peer``: answered (now or after the injected latency) or refused."""
         kind = message["type"]
         if kind not in protocol.CLIENT_MESSAGES:
             raise ProtocolViolation(f"unknown message type {kind!r} (expected {', '.join(protocol.CLIENT_MESSAGES)})")
-        number = protocol.episode_id(message)
+        number, episodes = protocol.episode_id(message), peer.episodes
         if kind == "close":
             served = episodes.pop(number, None)
             if served is not None:
-                self._finish(served)
+                self.finish(served)
             return
         served = episodes.get(number)
         problem = self._reset_problem(message, number, episodes) if kind == "reset" else \
             f"no episode {number} runs on this connection" if served is None else \
             f"episode {number} already has a request in flight" if served.busy else None
         if problem is not None:
-            self._refuse(writer, number, problem)
+            self._refuse(peer, number, problem)
             return
         if kind == "reset":
             seed = message.get("seed")
             episodes[number] = served = self._start(message["seats"], seed if isinstance(seed, int) else None)
         served.busy = True
-        asyncio.get_running_loop().create_task(self._answer(message, number, served, episodes, writer))
+        asyncio.get_running_loop().create_task(self._answer(message, number, served, peer))
 
     def _reset_problem(self, message: dict[str, Any], number: int, episodes: dict[int, Served]) -> str | None:
         """Why a ``reset`` cannot start its episode (None: it can)."""
@@ -197,9 +169,9 @@ class GameServer:
             return "this game has no rule for the seats left out: play them all"
         return None
 
-    def _refuse(self, writer: asyncio.StreamWriter, number: int, reason: str) -> None:
+    def _refuse(self, peer: "Peer", number: int, reason: str) -> None:
         self.counters["errors"] += 1
-        self._send(writer, {"type": "error", "episode": number, "message": reason})
+        peer.send({"type": "error", "episode": number, "message": reason})
 
     def _start(self, seats: list[int], seed: int | None) -> Served:
         mdp = self.free.pop() if self.free else self._build()
@@ -208,26 +180,25 @@ class GameServer:
         self.counters["episodes"] += 1
         return Served(mdp, seats, episode.controllers, [loop.create_task(tick) for tick in episode.ticks])
 
-    def _finish(self, served: Served) -> None:
+    def finish(self, served: Served) -> None:
         for tick in served.ticks:
             tick.cancel()
         self.free.append(served.mdp)
 
-    async def _answer(self, message: dict[str, Any], number: int, served: Served, episodes: dict[int, Served],
-                      writer: asyncio.StreamWriter) -> None:
+    async def _answer(self, message: dict[str, Any], number: int, served: Served, peer: "Peer") -> None:
         try:
             if message["type"] == "step":
                 await self._step(served, message.get("actions"))
         except Exception as error:  # noqa: BLE001 - a bad action or a failing game ends that episode, not the server
-            episodes.pop(number, None)
-            self._finish(served)
+            peer.episodes.pop(number, None)
+            self.finish(served)
             reason = str(error) if isinstance(error, ProtocolViolation) else f"the game failed: {error}"
-            return self._refuse(writer, number, reason)
+            return self._refuse(peer, number, reason)
         served.busy = False
         reply = {"type": "observation", "episode": number, "players": [self._seat(c) for c in served.controllers]}
-        if all(c.done for c in served.controllers) and episodes.pop(number, None) is not None:
-            self._finish(served)
-        self._reply(writer, reply)
+        if all(c.done for c in served.controllers) and peer.episodes.pop(number, None) is not None:
+            self.finish(served)
+        self._reply(peer, reply)
 
     async def _step(self, served: Served, actions: Any) -> None:
         if not isinstance(actions, list) or len(actions) != len(served.seats):
@@ -238,7 +209,10 @@ class GameServer:
                 continue
             space = self.specs[served.seats[index]].action
             moves.append(controller(protocol.conform(action, space, f"step: actions[{index}]")))
-        await asyncio.gather(*moves)
+        if len(moves) == 1:
+            await moves[0]
+        else:
+            await asyncio.gather(*moves)
         self.counters["steps"] += 1
         if self.faults.crash_after and self.counters["steps"] >= self.faults.crash_after:
             log.warning("game server: crashing on purpose after %d steps", self.counters["steps"])
@@ -256,7 +230,7 @@ class GameServer:
                                "objectives": {k: float(v) for k, v in (result.get("objectives") or {}).items()}}
         return entry
 
-    def _reply(self, writer: asyncio.StreamWriter, reply: dict[str, Any]) -> None:
+    def _reply(self, peer: "Peer", reply: dict[str, Any]) -> None:
         faults = self.faults
         if faults.drop_rate and self.random.random() < faults.drop_rate:
             self.counters["dropped"] += 1
@@ -270,19 +244,102 @@ class GameServer:
         delay = max(0.0, faults.latency + self.random.uniform(-faults.jitter, faults.jitter)) if \
             faults.latency or faults.jitter else 0.0
         if delay:
-            asyncio.get_running_loop().call_later(delay, self._write, writer, frame)
+            loop = asyncio.get_running_loop()
+            due = loop.time() + delay
+            loop.call_at(due - self.early, self._deliver, peer, frame, due)
         else:
-            self._write(writer, frame)
+            peer.write(frame)
 
-    @staticmethod
-    def _write(writer: asyncio.StreamWriter, frame: bytes) -> None:
-        if not writer.is_closing():
-            writer.write(frame)
+    def _deliver(self, peer: "Peer", frame: bytes, due: float) -> None:
+        """Send a delayed reply. asyncio's timers fire up to a millisecond late (epoll counts in milliseconds): the
+        server learns by how much and schedules that much earlier, so the mean latency is the one asked for."""
+        late = asyncio.get_running_loop().time() - due
+        self.early = min(TIMER_EARLY_MAX, max(0.0, self.early + TIMER_LEARNING * late))
+        self.lateness.append(late)
+        peer.write(frame)
+
+
+class Peer(asyncio.Protocol):
+    """One client connection of a :class:`GameServer`: the handshake, then its requests until it closes or breaks
+    the protocol (that client alone is dropped). Replies leave in one write per event-loop turn."""
+
+    def __init__(self, server: GameServer) -> None:
+        self.server = server
+        self.frames = protocol.Frames(4096)          # the handshake's frames are small
+        self.episodes: dict[int, Served] = {}
+        self.nonce: bytes | None = None               # the challenge's, until the client proved the secret
+        self.outgoing: list[bytes] = []
+        self.transport: asyncio.Transport | None = None
+        self.loop = asyncio.get_running_loop()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        self.server.counters["connections"] += 1
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.nonce = protocol.nonce()
+        self.send({"type": "challenge", "version": protocol.VERSION, "nonce": self.nonce})
+        self.loop.call_later(HANDSHAKE_TIMEOUT, self._check_authenticated)
+
+    def _check_authenticated(self) -> None:
+        if self.nonce is not None:
+            self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            for body in self.frames.feed(data):
+                message = protocol.unpack(body)
+                if self.nonce is None:
+                    self.server.dispatch(message, self)
+                elif not self._authenticate(message):
+                    return
+        except ProtocolViolation as error:
+            self.server.counters["violations"] += 1
+            log.warning("game server: dropping a client that broke the protocol: %s", error)
+            self.send({"type": "error", "message": f"protocol violation: {error}"})
+            self._flush()
+            self.transport.close()
+
+    def _authenticate(self, auth: dict[str, Any]) -> bool:
+        server, own = self.server, self.nonce
+        if auth.get("type") != "auth" or auth.get("version") != protocol.VERSION:
+            raise ProtocolViolation(f"expected auth of protocol version {protocol.VERSION}")
+        theirs = protocol.check_nonce(auth, "auth")
+        if not protocol.verify(protocol.proof(server.secret, b"client", own, theirs), auth):
+            server.counters["refused"] += 1
+            self.send({"type": "error", "message": "authentication failed"})
+            self._flush()
+            self.transport.close()
+            return False
+        self.nonce = None
+        self.frames.max_frame = server.max_frame
+        self.send({**server.hello(), "proof": protocol.proof(server.secret, b"server", theirs, own)})
+        return True
+
+    def connection_lost(self, error: Exception | None) -> None:
+        for served in self.episodes.values():
+            self.server.finish(served)
+        self.episodes.clear()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.write(protocol.pack(message))
+
+    def write(self, frame: bytes) -> None:
+        """Queue ``frame``; everything queued in this event-loop turn leaves in one write."""
+        if not self.outgoing:
+            self.loop.call_soon(self._flush)
+        self.outgoing.append(frame)
+
+    def _flush(self) -> None:
+        outgoing, self.outgoing = self.outgoing, []
+        if outgoing and not self.transport.is_closing():
+            self.transport.write(b"".join(outgoing))
 
 
 def listen(address: str) -> socket.socket:
     """A listening TCP socket at ``tcp://HOST:PORT`` (port 0: any free one)."""
-    host, port = parse_address(address)
+    host, port = protocol.parse_address(address)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -290,16 +347,6 @@ def listen(address: str) -> socket.socket:
     sock.listen(1024)
     sock.setblocking(False)
     return sock
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """``tcp://HOST:PORT`` (``[v6]`` hosts too) as ``(host, port)``; ValueError naming the address otherwise."""
-    rest = address.removeprefix("tcp://")
-    host, _, port = rest.rpartition(":")
-    host = host.strip("[]")
-    if not address.startswith("tcp://") or not host or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise ValueError(f"game address {address!r}: expected tcp://HOST:PORT")
-    return host, int(port)
 
 
 def bound_address(sock: socket.socket) -> str:

@@ -111,7 +111,7 @@ class Actor:
         self.counted: dict[str, float] = {}         # the environments' counters as of the last segment
         self.steps = 0
         self.loop = asyncio.new_event_loop()
-        self.inference = BatchedInference()
+        self.inference = BatchedInference(sample.batch_wait)
         self.tasks: list[asyncio.Task] = []
         self.failure: BaseException | None = None
         self.ready: asyncio.Future | None = None

@@ -120,10 +120,14 @@ class BatchedInference:
 
     Players ``register`` while they play. A batch is served as soon as every registered player waits;
     otherwise (some player is blocked on something else) after the event loop has been idle for a few turns,
-    so a batch is never held back for long and no arrangement of waits can deadlock.
+    so a batch is never held back for long and no arrangement of waits can deadlock. With ``max_wait`` (seconds),
+    also once the oldest request has waited that long while new ones keep arriving (answers that stream in from a
+    network would otherwise gather into one wave that the actor and the environment process in turn).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_wait: float | None = None) -> None:
+        self.max_wait = max_wait
+        self.since = 0.0          # when the oldest waiting request came
         self.pending: dict[int, tuple[Server, list[tuple[np.ndarray, int]], list[asyncio.Future]]] = {}
         self.players = 0
         self.waiting = 0
@@ -155,6 +159,8 @@ class BatchedInference:
             entry = self.pending[id(server)] = (server, [], [])
         entry[1].append((observation, tag))
         entry[2].append(future)
+        if not self.waiting:
+            self.since = asyncio.get_running_loop().time()
         self.waiting += 1
         if self.waiting >= self.players:
             self._schedule_flush()
@@ -163,10 +169,14 @@ class BatchedInference:
         return await future
 
     async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
             seen, idle = -1, 0
             while self.waiting:
                 await asyncio.sleep(0)
+                if self.max_wait is not None and loop.time() - self.since >= self.max_wait:
+                    self.flush()
+                    continue
                 if self.waiting != seen:
                     seen, idle = self.waiting, 0
                     continue

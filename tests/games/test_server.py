@@ -8,7 +8,6 @@ import socket
 import pytest
 
 from lamarckian.games import protocol
-from lamarckian.games.server import parse_address
 
 from .helpers import ServerProcess
 
@@ -21,7 +20,7 @@ def cartpole(tmp_path_factory):
 
 
 def connect(server: ServerProcess, secret: bytes | None = None) -> tuple[socket.socket, dict]:
-    sock = socket.create_connection(parse_address(server.address), timeout=10)
+    sock = socket.create_connection(protocol.parse_address(server.address), timeout=10)
     hello = protocol.client_handshake(sock, secret or protocol.read_secret(server.secret))
     return sock, hello
 
@@ -46,7 +45,7 @@ def test_a_wrong_secret_is_refused(cartpole):
 
 def test_an_impostor_server_is_caught_by_the_client(cartpole):
     """The client checks the server's proof: a server without the secret cannot pass for the game."""
-    sock = socket.create_connection(parse_address(cartpole.address), timeout=10)
+    sock = socket.create_connection(protocol.parse_address(cartpole.address), timeout=10)
     with pytest.raises(PermissionError):
         protocol.client_handshake(sock, b"a secret the server does not hold")
     sock.close()

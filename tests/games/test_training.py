@@ -1,0 +1,64 @@
+"""Training through a game server process: the actor batches every waiting episode, lost episodes reach the
+learner's statistics (never its results), and PPO learns CartPole behind a server with latency."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from lamarckian.config import load
+from lamarckian.rl import Learner
+from lamarckian.rl.actor import Actor
+
+from .helpers import ROOT, ServerProcess
+
+
+def game_config(server: ServerProcess, *edits: str) -> dict:
+    return load(["mdp/game/cartpole.yml"], [f"mdp.game.address={server.address}", f"mdp.game.secret={server.secret}",
+                                             *edits])
+
+
+def test_an_actor_answers_every_waiting_episode_in_one_forward(tmp_path):
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "5ms"])
+    actor = Actor(game_config(server, "sample.envs=64", "sample.truncation=16"), 0, own_process=False)
+    segments = [actor.sample() for _ in range(3)]
+    batch = actor.statistics()["batch"]
+    actor.close()
+    server.stop()
+    assert segments[-1]["observations"].shape == (16, 64, 4)
+    assert batch >= 4                       # requests per forward: answers arriving together share one
+    assert sum(s.get("counters", {}).get("episodes", 0) for s in segments) >= 64
+
+
+def test_lost_episodes_are_counted_by_the_learner_and_left_out_of_its_results(tmp_path):
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--drop-rate", "0.01"])
+    config = game_config(server, "ray.local_mode=true", "sample.envs=16", "sample.truncation=16", "train.batch=512",
+                         "mdp.game.timeout=0.2", f"root={tmp_path / 'run'}", "evaluator.progress=false")
+    learner = Learner(config)
+    learner.start_actors()
+    try:
+        with learner.gather.gathering("sample"):
+            stats = [learner.step() for _ in range(4)]
+    finally:
+        learner.close()
+        server.stop()
+    assert stats[-1]["env/lost_timeout"] >= 1
+    assert learner.training["episodes"] >= 1 and np.isfinite(learner.training["fitness"])
+
+
+@pytest.mark.slow
+def test_ppo_learns_cartpole_behind_a_server_with_latency(tmp_path):
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "2ms", "--jitter", "1ms"])
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "-c", "mdp/game/cartpole.yml", "rl/ppo.yml", "-m",
+         f"mdp.game.address={server.address}", f"mdp.game.secret={server.secret}", f"root={tmp_path / 'run'}",
+         "sample.envs=64", "evaluator.interval=5", "evaluator.terminate=self.fitness >= 475 or self.cost > 1000000"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    server.stop()
+    evaluations = [float(m) for m in re.findall(r"fitness ([-\d.e+]+) over", completed.stderr)]
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert max(evaluations) >= 475, completed.stderr[-3000:]
