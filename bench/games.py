@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
 
 def actor_worker(connection: Any, index: int) -> None:
@@ -105,7 +105,7 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "games.png")
     arguments = parser.parse_args()
 
-    from games.helpers import ServerProcess
+    from tests.games.helpers import ServerProcess
 
     folder = Path(tempfile.mkdtemp(prefix="bench-games-"))
     actors = Actors()

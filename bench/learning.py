@@ -31,24 +31,26 @@ TASKS = {"CartPole-v1": ("mdp/gym/cartpole.yml", 475.0, "rl/ppo.yml"),
 
 
 def run(files: list[str], threshold: float, seed: int, limit: float, root: Path,
-        changes: tuple[str, ...] = ("evaluator.interval=2", "evaluator.episodes=10")) -> dict[str, float]:
-    """``train.py -c <files> -m <changes>`` in a subprocess until the evaluation return reaches ``threshold`` or
-    ``limit`` training seconds pass: seconds and env steps to the threshold (nan: not reached), the process's wall
-    time, the evaluation curve."""
+        changes: tuple[str, ...] = ("evaluator.interval=2", "evaluator.episodes=10"),
+        metric: str = "fitness") -> dict[str, float]:
+    """``train.py -c <files> -m <changes>`` in a subprocess until the evaluation's ``metric`` (``fitness``: the
+    return; ``win``: the win rate) reaches ``threshold`` or ``limit`` training seconds pass: seconds and env steps to
+    the threshold (nan: not reached), the process's wall time, the evaluation curve."""
     started = time.monotonic()
     completed = subprocess.run(
         [sys.executable, str(REPOSITORY / "train.py"), "-c", *files, "-m",
          f"seed={seed}", f"root={root}", *changes, "evaluator.progress=false", "evaluator.tensorboard=false",
-         f"evaluator.terminate=self.fitness >= {threshold} or self.time > {limit}", "-D"],
+         f"evaluator.terminate=self.{metric} >= {threshold} or self.time > {limit}", "-D"],
         capture_output=True, text=True, cwd=REPOSITORY)
     wall = time.monotonic() - started
     if completed.returncode != 0:
         raise RuntimeError(f"train.py failed (seed {seed}):\n{completed.stderr[-2000:]}")
     rows = read_rows(root / "evaluations.csv")
-    reached = next((row for row in rows if row["fitness"] >= threshold), None)
+    reached = next((row for row in rows if row[metric] >= threshold), None)
     return {"seconds": reached["time"] if reached else float("nan"),
             "training": reached["time"] - reached["evaluating"] if reached else float("nan"), "steps": reached["cost"] if reached else float("nan"),
-            "wall": wall, "curve": [(row["cost"], row["fitness"]) for row in rows]}
+            "wall": wall, "curve": [(row["cost"], row[metric]) for row in rows],
+            "rate": rows[-1]["cost"] / max(1e-9, rows[-1]["time"] - rows[-1]["evaluating"]) if rows else float("nan")}
 
 
 def plot_panels(panels: list[tuple[str, float, list[tuple[str, str | None, list]]]], path: Path,

@@ -76,11 +76,11 @@ def fetch_hello(settings: GameSettings) -> dict[str, Any]:
         raise ValueError(f"mdp.game.address={settings.address}: cannot connect ({error})") from None
     with sock:
         context = tls_context(settings)
-        if context is not None:
-            sock = context.wrap_socket(sock, server_hostname=settings.tls_name or host)
         try:
+            if context is not None:
+                sock = context.wrap_socket(sock, server_hostname=settings.tls_name or host)
             return protocol.client_handshake(sock, secret)
-        except (OSError, ProtocolViolation) as error:
+        except (OSError, ProtocolViolation) as error:       # ssl's errors are OSErrors
             raise ValueError(f"mdp.game.address={settings.address}: handshake failed ({error})") from None
 
 
