@@ -1,6 +1,6 @@
 """Learning through a game server: train.py against a real server process with injected latency.
 
-    python bench/games_learning.py [--latency 10] [--seeds 0] [--limit 600] [--tasks ...]
+    python bench/games_learning.py [--latency 10] [--seeds 0] [--limit 600] [--tasks ...] [-m KEY=VALUE ...]
 
 Each task starts ``python -m lamarckian.games serve ... --latency L`` and runs the shipped config of that task
 (``-c mdp/game/<task>.yml rl/<algorithm>.yml``) until its threshold or ``--limit`` training seconds. Prints per task
@@ -22,11 +22,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from learning import run  # noqa: E402
 
-TASKS = {   # name: (server arguments, config files, metric, threshold)
-    "CartPole-v1 PPO": (["--env", "CartPole-v1"], ["mdp/game/cartpole.yml", "rl/ppo.yml"], "fitness", 475.0),
-    "CartPole-v1 IMPALA": (["--env", "CartPole-v1"], ["mdp/game/cartpole.yml", "rl/impala.yml"], "fitness", 475.0),
-    "Pendulum-v1 PPO": (["--env", "Pendulum-v1"], ["mdp/game/pendulum.yml", "rl/ppo.yml"], "fitness", -200.0),
-    "Pong self-play PPO": (["--mdp", "pong"], ["mdp/game/pong.yml", "rl/ppo.yml"], "win", 0.95),
+TASKS = {   # name: (server arguments, config files, metric, threshold, seconds between evaluations)
+    "CartPole-v1 PPO": (["--env", "CartPole-v1"], ["mdp/game/cartpole.yml", "rl/ppo.yml"], "fitness", 475.0, 5),
+    "CartPole-v1 IMPALA": (["--env", "CartPole-v1"], ["mdp/game/cartpole.yml", "rl/impala.yml"], "fitness", 475.0,
+                           5),
+    "Pendulum-v1 PPO": (["--env", "Pendulum-v1"], ["mdp/game/pendulum.yml", "rl/ppo.yml"], "fitness", -200.0, 5),
+    "Pong self-play PPO": (["--mdp", "pong"], ["mdp/game/pong.yml", "rl/ppo.yml"], "win", 0.95, 30),
 }
 
 
@@ -36,6 +37,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--limit", type=float, default=600.0, help="training seconds per run, at most")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
+    parser.add_argument("-m", "--modify", nargs="+", default=[], metavar="KEY=VALUE", help="for every run")
     arguments = parser.parse_args()
 
     from tests.games.helpers import ServerProcess
@@ -43,13 +45,14 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="bench-games-learning-"))
     results: dict[str, list[dict]] = {}
     for task in arguments.tasks:
-        server_arguments, files, metric, threshold = TASKS[task]
+        server_arguments, files, metric, threshold, interval = TASKS[task]
         for seed in arguments.seeds:
             server = ServerProcess(folder, [*server_arguments, "--latency", f"{arguments.latency}ms"])
             try:
                 result = run(files, threshold, seed, arguments.limit, folder / f"{task}-{seed}".replace(" ", "_"),
                              (f"mdp.game.address={server.address}", f"mdp.game.secret={server.secret}",
-                              "evaluator.interval=5", "evaluator.episodes=10"), metric)
+                              f"evaluator.interval={interval}", "evaluator.episodes=10",
+                              *arguments.modify), metric)
             finally:
                 counters = server.stop()
             results.setdefault(task, []).append(result)

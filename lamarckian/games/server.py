@@ -24,10 +24,10 @@ from typing import Any, Callable, Sequence
 
 from ..mdp import MDP, Controller
 from . import protocol
+from .peer import Peer
 from .protocol import ProtocolViolation
 
 log = logging.getLogger(__name__)
-HANDSHAKE_TIMEOUT = 5.0     # seconds a new connection has to prove the secret
 TIMER_LEARNING = 0.01       # step of the timer calibration (per delayed reply)
 TIMER_EARLY_MAX = 0.002     # seconds a delayed reply is scheduled early at most
 
@@ -131,7 +131,7 @@ class GameServer:
         async with server:
             await server.serve_forever()
 
-    def dispatch(self, message: dict[str, Any], peer: "Peer") -> None:
+    def dispatch(self, message: dict[str, Any], peer: Peer) -> None:
         """One request of an authenticated ``peer``: answered (now or after the injected latency) or refused."""
         kind = message["type"]
         if kind not in protocol.CLIENT_MESSAGES:
@@ -169,7 +169,7 @@ class GameServer:
             return "this game has no rule for the seats left out: play them all"
         return None
 
-    def _refuse(self, peer: "Peer", number: int, reason: str) -> None:
+    def _refuse(self, peer: Peer, number: int, reason: str) -> None:
         self.counters["errors"] += 1
         peer.send({"type": "error", "episode": number, "message": reason})
 
@@ -180,12 +180,18 @@ class GameServer:
         self.counters["episodes"] += 1
         return Served(mdp, seats, episode.controllers, [loop.create_task(tick) for tick in episode.ticks])
 
+    def disconnected(self, peer: Peer) -> None:
+        """A client went away: its episodes end."""
+        for served in peer.episodes.values():
+            self.finish(served)
+        peer.episodes.clear()
+
     def finish(self, served: Served) -> None:
         for tick in served.ticks:
             tick.cancel()
         self.free.append(served.mdp)
 
-    async def _answer(self, message: dict[str, Any], number: int, served: Served, peer: "Peer") -> None:
+    async def _answer(self, message: dict[str, Any], number: int, served: Served, peer: Peer) -> None:
         try:
             if message["type"] == "step":
                 await self._step(served, message.get("actions"))
@@ -230,7 +236,7 @@ class GameServer:
                                "objectives": {k: float(v) for k, v in (result.get("objectives") or {}).items()}}
         return entry
 
-    def _reply(self, peer: "Peer", reply: dict[str, Any]) -> None:
+    def _reply(self, peer: Peer, reply: dict[str, Any]) -> None:
         faults = self.faults
         if faults.drop_rate and self.random.random() < faults.drop_rate:
             self.counters["dropped"] += 1
@@ -250,91 +256,13 @@ class GameServer:
         else:
             peer.write(frame)
 
-    def _deliver(self, peer: "Peer", frame: bytes, due: float) -> None:
+    def _deliver(self, peer: Peer, frame: bytes, due: float) -> None:
         """Send a delayed reply. asyncio's timers fire up to a millisecond late (epoll counts in milliseconds): the
         server learns by how much and schedules that much earlier, so the mean latency is the one asked for."""
         late = asyncio.get_running_loop().time() - due
         self.early = min(TIMER_EARLY_MAX, max(0.0, self.early + TIMER_LEARNING * late))
         self.lateness.append(late)
         peer.write(frame)
-
-
-class Peer(asyncio.Protocol):
-    """One client connection of a :class:`GameServer`: the handshake, then its requests until it closes or breaks
-    the protocol (that client alone is dropped). Replies leave in one write per event-loop turn."""
-
-    def __init__(self, server: GameServer) -> None:
-        self.server = server
-        self.frames = protocol.Frames(4096)          # the handshake's frames are small
-        self.episodes: dict[int, Served] = {}
-        self.nonce: bytes | None = None               # the challenge's, until the client proved the secret
-        self.outgoing: list[bytes] = []
-        self.transport: asyncio.Transport | None = None
-        self.loop = asyncio.get_running_loop()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-        self.server.counters["connections"] += 1
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.nonce = protocol.nonce()
-        self.send({"type": "challenge", "version": protocol.VERSION, "nonce": self.nonce})
-        self.loop.call_later(HANDSHAKE_TIMEOUT, self._check_authenticated)
-
-    def _check_authenticated(self) -> None:
-        if self.nonce is not None:
-            self.transport.close()
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            for body in self.frames.feed(data):
-                message = protocol.unpack(body)
-                if self.nonce is None:
-                    self.server.dispatch(message, self)
-                elif not self._authenticate(message):
-                    return
-        except ProtocolViolation as error:
-            self.server.counters["violations"] += 1
-            log.warning("game server: dropping a client that broke the protocol: %s", error)
-            self.send({"type": "error", "message": f"protocol violation: {error}"})
-            self._flush()
-            self.transport.close()
-
-    def _authenticate(self, auth: dict[str, Any]) -> bool:
-        server, own = self.server, self.nonce
-        if auth.get("type") != "auth" or auth.get("version") != protocol.VERSION:
-            raise ProtocolViolation(f"expected auth of protocol version {protocol.VERSION}")
-        theirs = protocol.check_nonce(auth, "auth")
-        if not protocol.verify(protocol.proof(server.secret, b"client", own, theirs), auth):
-            server.counters["refused"] += 1
-            self.send({"type": "error", "message": "authentication failed"})
-            self._flush()
-            self.transport.close()
-            return False
-        self.nonce = None
-        self.frames.max_frame = server.max_frame
-        self.send({**server.hello(), "proof": protocol.proof(server.secret, b"server", theirs, own)})
-        return True
-
-    def connection_lost(self, error: Exception | None) -> None:
-        for served in self.episodes.values():
-            self.server.finish(served)
-        self.episodes.clear()
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.write(protocol.pack(message))
-
-    def write(self, frame: bytes) -> None:
-        """Queue ``frame``; everything queued in this event-loop turn leaves in one write."""
-        if not self.outgoing:
-            self.loop.call_soon(self._flush)
-        self.outgoing.append(frame)
-
-    def _flush(self) -> None:
-        outgoing, self.outgoing = self.outgoing, []
-        if outgoing and not self.transport.is_closing():
-            self.transport.write(b"".join(outgoing))
 
 
 def listen(address: str) -> socket.socket:

@@ -8,13 +8,14 @@ from .base import MDP, Controller
 from .plugin import is_plugin, load_plugin
 from .wrap import FrameSkip, IdleBonus, Statistics
 
-KINDS = ("pong", "coins", "gym", "pettingzoo", "game")
-GAME = "lamarckian.games.mdp:GameMDP"   # by name: lamarckian.games builds on this package
+KINDS = ("pong", "coins", "gym", "pettingzoo", "game", "service")
+BY_NAME = {"game": "lamarckian.games.mdp:GameMDP",             # by name: lamarckian.games builds on this package
+           "service": "lamarckian.games.service:ServiceMDP"}
 
 
 def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None) -> MDP:
     """The MDP named by ``mdp.create`` (``pong``, ``coins``, ``gym``, ``pettingzoo``, ``game``: one served by a game
-    server (``mdp.game``, docs/games.md), or ``module:ClassName``: your
+    server (``mdp.game``, docs/games.md), ``service``: agents of games that call the policy (``mdp.service``), or ``module:ClassName``: your
     own :class:`MDP` subclass, built as ``ClassName(**mdp.kwargs, seed=seed)``), seeded with ``seed``; stepped in
     real time when ``mdp.realtime.period`` is set."""
     mdp = _create(mdp_config, seed)
@@ -44,8 +45,8 @@ def _create(mdp_config: Mapping[str, Any], seed: int | None) -> MDP:
         gym = mdp_config["gym"]
         return GymMDP(gym["id"], gym.get("kwargs"), preprocess=gym.get("preprocess"),
                       frame_stack=gym.get("frame_stack") or 1, observe=gym.get("observe"), seed=seed)
-    if kind == "game":
-        return load_plugin(GAME, "mdp.create").from_config(mdp_config, seed=seed)
+    if kind in BY_NAME:
+        return load_plugin(BY_NAME[kind], "mdp.create").from_config(mdp_config, seed=seed)
     if kind == "pettingzoo":
         from .pettingzoo import pettingzoo_mdp
 

@@ -8,18 +8,14 @@ import os
 import sys
 
 from lamarckian.games import __main__ as cli
-from lamarckian.games import protocol, server
+from lamarckian.games import peer, protocol, server
 
 FLAW = os.environ.get("LAMARCKIAN_TEST_FLAW", "")
-reply, refuse, hello = server.GameServer._reply, server.GameServer._refuse, server.GameServer.hello
+reply = server.GameServer._reply
 
 
 def swapped_reply(self, writer, message):
     reply(self, writer, {**message, "episode": message["episode"] + 1})
-
-
-def impostor_hello(self):
-    return {**hello(self), "proof": b"\0" * 32}
 
 
 def impostor_proof(secret, role, first, second):
@@ -31,9 +27,9 @@ if FLAW == "swap_ids":
 elif FLAW == "silent":
     server.GameServer._refuse = lambda self, writer, number, reason: None
 elif FLAW == "impostor":
-    server.protocol = type(sys)("impostor_protocol")
-    server.protocol.__dict__.update(vars(protocol))
-    server.protocol.proof = impostor_proof
+    peer.protocol = type(sys)("impostor_protocol")
+    peer.protocol.__dict__.update(vars(protocol))
+    peer.protocol.proof = impostor_proof
 else:
     raise SystemExit(f"LAMARCKIAN_TEST_FLAW={FLAW!r}: expected swap_ids, silent or impostor")
 
