@@ -11,12 +11,12 @@ results) and :meth:`GameMDP.counters` counts it by cause (TensorBoard ``game/...
 from __future__ import annotations
 
 import asyncio
-import collections
 from typing import Any, Mapping
 
 from ..mdp import MDP, Controller, Episode, PlayerSpec
 from . import protocol
 from .client import FAULTS, Connection, GameClient, GameFault, GameSettings, fetch_hello
+from .counts import EpisodeCounts
 
 _hellos: dict[tuple, dict[str, Any]] = {}    # per process: a server's hello, fetched once
 
@@ -156,7 +156,7 @@ class GameController(Controller):
         return self.state["result"]
 
 
-class GameMDP(MDP):
+class GameMDP(EpisodeCounts, MDP):
     """The trainer's seats of a game server (``mdp.game``); seats left out of :meth:`reset` are played by the
     server's rule (where its ``hello`` says it has one)."""
 
@@ -167,8 +167,7 @@ class GameMDP(MDP):
             _hellos[key] = fetch_hello(settings)
         self.hello = _hellos[key]
         self.specs = [PlayerSpec(observation, action) for _, observation, action in protocol.player_specs(self.hello)]
-        self.faults: collections.Counter[str] = collections.Counter({kind: 0 for kind in FAULTS})
-        self.episodes = 0
+        EpisodeCounts.__init__(self, FAULTS)
 
     @classmethod
     def from_config(cls, mdp_config: Mapping[str, Any], seed: int | None = None) -> "GameMDP":
@@ -190,7 +189,3 @@ class GameMDP(MDP):
         episode = GameEpisode(self, seats, seed)
         return Episode([GameController(episode, i) for i in range(len(seats))], [episode.run()])
 
-    def counters(self) -> dict[str, float]:
-        """Episodes started and lost (by cause) since this MDP was made."""
-        return {"episodes": float(self.episodes), "lost": float(sum(self.faults.values())),
-                **{f"lost_{kind}": float(count) for kind, count in self.faults.items()}}

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from ..config.sections import Section
 from ..mdp import MDP, Controller, Episode, PlayerSpec
 from . import protocol
+from .counts import EpisodeCounts
 from .peer import Peer
 from .protocol import ProtocolViolation
 
@@ -251,13 +252,12 @@ class ServiceController(Controller):
         return episode.report["result"]
 
 
-class ServiceMDP(MDP):
+class ServiceMDP(EpisodeCounts, MDP):
     """One agent slot of the policy service (``mdp.service``): one player, the agents' spaces."""
 
     def __init__(self, settings: ServiceSettings, seed: int | None = None) -> None:
         self.settings, self.spec = settings, settings.spec()
-        self.faults: collections.Counter[str] = collections.Counter({kind: 0 for kind in FAULTS})
-        self.episodes = 0
+        EpisodeCounts.__init__(self, FAULTS)
 
     @classmethod
     def from_config(cls, mdp_config: Mapping[str, Any], seed: int | None = None) -> "ServiceMDP":
@@ -271,8 +271,3 @@ class ServiceMDP(MDP):
             raise ValueError(f"a policy-service slot has one player (0), got {players}")
         episode = ServiceEpisode(self)
         return Episode([ServiceController(episode)], [episode.run()])
-
-    def counters(self) -> dict[str, float]:
-        """Agents' episodes played and lost (by cause) since this MDP was made."""
-        return {"episodes": float(self.episodes), "lost": float(sum(self.faults.values())),
-                **{f"lost_{kind}": float(count) for kind, count in self.faults.items()}}

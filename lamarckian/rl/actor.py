@@ -45,6 +45,15 @@ def build_model(mdp: MDP, config: Mapping[str, Any]) -> torch.nn.Module:
     raise ValueError(f"rl.algorithm={algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
 
 
+def cancel_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel every task of ``loop`` (not running) and let them finish."""
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
 @rpc.gather
 @rpc.all
 @rpc.any
@@ -116,6 +125,7 @@ class Actor:
         self.failure: BaseException | None = None
         self.ready: asyncio.Future | None = None
         self.eval_mdps: list[MDP] = []
+        self.eval_loop = asyncio.new_event_loop()     # kept between evaluations: their MDPs' connections live in it
         self.eval_seed = actor_seed(config["seed"] + 7919, index, 0)
         self.max_steps = EvaluatorSettings.from_config(config).max_steps   # decisions per evaluation episode
 
@@ -315,11 +325,7 @@ class Actor:
         async def run_all() -> None:
             await asyncio.gather(*(run(mdp) for mdp in self.eval_mdps))
 
-        loop = asyncio.new_event_loop()
-        try:
-            loop.run_until_complete(run_all())
-        finally:
-            loop.close()
+        self.eval_loop.run_until_complete(run_all())
         return results
 
     def evaluate(self, episodes: int, opponent: str = RULE) -> list[dict[str, Any]]:
@@ -386,16 +392,14 @@ class Actor:
 
     def _stop_slots(self) -> None:
         """Cancel the environments' tasks (not while ``sample`` runs)."""
-        pending = asyncio.all_tasks(self.loop)
-        for task in pending:
-            task.cancel()
-        if pending:
-            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        cancel_tasks(self.loop)
         self.tasks = []
 
     def close(self) -> None:
         """Stop the environments' tasks and close the environments (not while ``sample`` runs)."""
         self._stop_slots()
+        cancel_tasks(self.eval_loop)
         self.loop.close()
+        self.eval_loop.close()
         for mdp in (*self.mdps, *self.eval_mdps):
             mdp.close()

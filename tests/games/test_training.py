@@ -34,6 +34,19 @@ def test_an_actor_answers_every_waiting_episode_in_one_forward(tmp_path):
     assert sum(s.get("counters", {}).get("episodes", 0) for s in segments) >= 64
 
 
+def test_evaluations_reuse_their_connections(tmp_path):
+    server = ServerProcess(tmp_path, ["--mdp", "pong", "-m", "mdp.pong.score=1"])
+    config = load(["mdp/game/pong.yml"], [f"mdp.game.address={server.address}", f"mdp.game.secret={server.secret}",
+                                           "sample.envs=4"])
+    actor = Actor(config, 0, own_process=False)
+    evaluations = [actor.evaluate(4) for _ in range(3)]
+    actor.close()
+    counters = server.stop()
+    assert [len(results) for results in evaluations] == [4, 4, 4]
+    assert all(result["opponent"] == "rule" and not result["capped"] for results in evaluations for result in results)
+    assert counters["connections"] == 3         # the hello, then the evaluation loop's 2 connections, kept
+
+
 def test_lost_episodes_are_counted_by_the_learner_and_left_out_of_its_results(tmp_path):
     server = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--drop-rate", "0.01"])
     config = game_config(server, "ray.local_mode=true", "sample.envs=16", "sample.truncation=16", "train.batch=512",
