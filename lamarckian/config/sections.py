@@ -139,7 +139,7 @@ class SampleSettings(Section):
     truncation: int
     credits: int
     eval: int
-    batch_wait: float | None = None
+    batch_wait: float | None
 
     def __post_init__(self) -> None:
         _require(self, actors=self.actors >= 1, num_cpus=self.num_cpus >= 0, envs=self.envs >= 1,

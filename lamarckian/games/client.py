@@ -41,13 +41,12 @@ class GameSettings(Section):
     connections: int
     timeout: float
     max_episodes: int
-    tls: str | None = None
-    tls_name: str | None = None
+    tls: str | None
+    tls_name: str | None
 
     def __post_init__(self) -> None:
-        if self.address is None:
-            raise ValueError("mdp.game.address: set it to the tcp://HOST:PORT that the game server printed")
-        protocol.parse_address(self.address)
+        if self.address is not None:
+            protocol.parse_address(self.address)
         if self.connections < 1 or self.max_episodes < 1 or not self.timeout > 0:
             raise ValueError("mdp.game: connections and max_episodes must be >= 1, timeout > 0 seconds")
 
@@ -67,7 +66,9 @@ def tls_context(settings: GameSettings) -> ssl.SSLContext | None:
 
 def fetch_hello(settings: GameSettings) -> dict[str, Any]:
     """Connect once with a blocking socket and return the server's ``hello`` (the players' spaces); ValueError
-    naming the address when it cannot be reached, PermissionError when the secret is refused."""
+    naming the address when it cannot be reached (or is not set), PermissionError when the secret is refused."""
+    if settings.address is None:
+        raise ValueError("mdp.game.address: set it to the tcp://HOST:PORT that the game server printed")
     host, port = protocol.parse_address(settings.address)
     secret = protocol.read_secret(settings.secret)
     try:

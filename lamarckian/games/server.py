@@ -139,7 +139,7 @@ class GameServer:
         number, episodes = protocol.episode_id(message), peer.episodes
         if kind == "close":
             served = episodes.pop(number, None)
-            if served is not None:
+            if served is not None and not served.busy:      # a busy one is finished when its step is done
                 self.finish(served)
             return
         served = episodes.get(number)
@@ -181,9 +181,10 @@ class GameServer:
         return Served(mdp, seats, episode.controllers, [loop.create_task(tick) for tick in episode.ticks])
 
     def disconnected(self, peer: Peer) -> None:
-        """A client went away: its episodes end."""
+        """A client went away: its episodes end (a stepping one when its step is done)."""
         for served in peer.episodes.values():
-            self.finish(served)
+            if not served.busy:
+                self.finish(served)
         peer.episodes.clear()
 
     def finish(self, served: Served) -> None:
@@ -201,8 +202,12 @@ class GameServer:
             reason = str(error) if isinstance(error, ProtocolViolation) else f"the game failed: {error}"
             return self._refuse(peer, number, reason)
         served.busy = False
+        if peer.episodes.get(number) is not served:        # closed (or the client left) while it stepped
+            self.finish(served)
+            return
         reply = {"type": "observation", "episode": number, "players": [self._seat(c) for c in served.controllers]}
-        if all(c.done for c in served.controllers) and peer.episodes.pop(number, None) is not None:
+        if all(c.done for c in served.controllers):
+            del peer.episodes[number]
             self.finish(served)
         self._reply(peer, reply)
 

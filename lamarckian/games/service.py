@@ -47,14 +47,15 @@ class ServiceSettings(Section):
     idle: float
 
     def __post_init__(self) -> None:
-        if self.bind is None:
-            raise ValueError("mdp.service.bind: set the tcp://HOST:PORT the game clients connect to")
-        protocol.parse_address(self.bind)
+        if self.bind is not None:
+            protocol.parse_address(self.bind)
         if not self.timeout > 0 or not self.idle > 0:
             raise ValueError("mdp.service.timeout and mdp.service.idle are seconds > 0")
 
     def spec(self) -> PlayerSpec:
-        """The agents' spaces; ValueError naming the key that does not describe a space."""
+        """The agents' spaces; ValueError naming the key that does not describe a space (or an unset bind)."""
+        if self.bind is None:
+            raise ValueError("mdp.service.bind: set the tcp://HOST:PORT the game clients connect to")
         try:
             return PlayerSpec(protocol.build_space(dict(self.observation), "mdp.service.observation"),
                               protocol.build_space(dict(self.action), "mdp.service.action"))

@@ -44,7 +44,7 @@ class ServerProcess:
 
     def settings(self, **changes) -> GameSettings:
         values = {"address": self.address, "secret": str(self.secret), "connections": 2, "timeout": 5.0,
-                  "max_episodes": 100_000, **changes}
+                  "max_episodes": 100_000, "tls": None, "tls_name": None, **changes}
         return GameSettings(**values)
 
     def stop(self) -> dict:
