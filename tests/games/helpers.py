@@ -56,10 +56,6 @@ class ServerProcess:
         lines = [line for line in errors.splitlines() if line.startswith("{")]
         return json.loads(lines[-1]) if lines else {}
 
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait(10)
-
 
 def play(mdps: list, seconds: float, seats: tuple[int, ...] = (0,)) -> dict[str, int]:
     """Random players in every MDP, episode after episode, for ``seconds`` in a new event loop; episodes finished

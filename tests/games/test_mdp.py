@@ -26,6 +26,15 @@ def test_many_episodes_share_a_few_connections(tmp_path):
     assert counts["finished"] >= 64 and counts["lost"] == 0
 
 
+def test_workers_share_the_listening_socket(tmp_path):
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--workers", "2"])
+    mdps = [GameMDP(server.settings(connections=4), seed=i) for i in range(8)]
+    counts = play(mdps, 2.0)
+    server.stop()
+    workers = [line for line in server.errors.splitlines() if line.startswith("{")]
+    assert len(workers) == 2 and counts["finished"] >= 8 and counts["lost"] == 0
+
+
 def test_pong_seats_left_out_are_played_by_the_server(tmp_path):
     server = ServerProcess(tmp_path, ["--mdp", "pong", "-m", "mdp.pong.score=1"])
     mdps = [GameMDP(server.settings(), seed=i) for i in range(4)]
