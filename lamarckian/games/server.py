@@ -326,5 +326,6 @@ def _serve_here(server: GameServer, sock: socket.socket, tls: ssl.SSLContext | N
             pass
 
     asyncio.run(main())
-    print(json.dumps({"pid": os.getpid(), **server.statistics()}), file=sys.stderr, flush=True)
+    sys.stderr.flush()      # one write per line: the workers' lines must not interleave on a shared pipe
+    os.write(sys.stderr.fileno(), (json.dumps({"pid": os.getpid(), **server.statistics()}) + "\n").encode())
 
