@@ -37,9 +37,19 @@ def wait(tensor_source) -> None:
     float(tensor_source()[0].reshape(-1)[0])
 
 
-def rate(call, finished, count: int, steps: int, repeats: int) -> float:
-    """``count`` items per call: the median items per second (after two untimed calls, which compile)."""
-    return count / seconds_per_call(call, steps, repeats, finished, warmup=2)
+COMPILES: dict[str, float] = {}   # seconds of each measurement's first call (compiling or loading from the cache)
+
+
+def rate(call, finished, count: int, steps: int, repeats: int, name: str) -> float:
+    """``count`` items per call: the median items per second (after two untimed calls; the first one, which
+    compiles, is timed into ``COMPILES[name]`` and printed)."""
+    started = time.perf_counter()
+    call()
+    finished()
+    COMPILES[name] = round(time.perf_counter() - started, 2)
+    if COMPILES[name] >= 0.1:
+        print(f"  first call of {name} (compile or cache load): {COMPILES[name]:.1f} s", flush=True)
+    return count / seconds_per_call(call, steps, repeats, finished, warmup=1)
 
 
 def physics_rate(backend: str, device: str, envs: int, substeps: int, steps: int, repeats: int,
@@ -48,14 +58,16 @@ def physics_rate(backend: str, device: str, envs: int, substeps: int, steps: int
     physics = create_physics(backend, scene_xml(), envs, device, workers)
     ctrl = torch.rand(envs, physics.model.nu, device=physics.device) - 0.5
     try:
-        return rate(lambda: physics.step(ctrl, substeps), lambda: wait(physics.state), envs, steps, repeats)
+        return rate(lambda: physics.step(ctrl, substeps), lambda: wait(physics.state), envs, steps, repeats,
+                    f"{backend} {envs} envs × {substeps} substeps, {workers} process(es)")
     finally:
         physics.close()
 
 
-def bare_mjx_rates(device: str, envs: int, steps: int, repeats: int) -> dict[str, float]:
+def bare_mjx_rates(device: str, envs: int, steps: int, repeats: int, own: bool = True) -> dict[str, float]:
     """Env-steps/s (one physics step each) of (a) a bare ``jit(vmap(mjx.step))`` of the scene, state and controls
-    as JAX arrays, and (b) our MJX batch's own jitted step fed a JAX control array (no DLPack hand-over)."""
+    as JAX arrays, and (b) unless ``own`` is false, our MJX batch's own jitted step fed a JAX control array (no
+    DLPack hand-over)."""
     import jax
     import mujoco
     from mujoco import mjx
@@ -75,14 +87,18 @@ def bare_mjx_rates(device: str, envs: int, steps: int, repeats: int) -> dict[str
     def bare_step() -> None:
         state[0] = bare(state[0], ctrl)
 
-    rates = {"bare": rate(bare_step, lambda: state[0].qpos.block_until_ready(), envs, steps, repeats)}
+    rates = {"bare": rate(bare_step, lambda: state[0].qpos.block_until_ready(), envs, steps, repeats,
+                          f"bare mjx.step {envs} envs")}
+    if not own:
+        return rates
     batch = MJXBatch(scene_xml(), envs, device)
     advance = batch._advance(1)
 
     def own_step() -> None:
         batch.data = advance(batch.data, ctrl)
 
-    rates["own_jax_ctrl"] = rate(own_step, lambda: batch.data.qpos.block_until_ready(), envs, steps, repeats)
+    rates["own_jax_ctrl"] = rate(own_step, lambda: batch.data.qpos.block_until_ready(), envs, steps, repeats,
+                                 f"our mjx step fed JAX controls {envs} envs")
     batch.close()
     return rates
 
@@ -93,7 +109,8 @@ def task_rate(backend: str, device: str, envs: int, steps: int, repeats: int) ->
     task.reset()
     actions = torch.rand(2 * envs, 8, device=task.device) * 2 - 1
     try:
-        return rate(lambda: task.step(actions), lambda: wait(task.physics.state), envs, steps, repeats)
+        return rate(lambda: task.step(actions), lambda: wait(task.physics.state), envs, steps, repeats,
+                    f"task {envs} envs")
     finally:
         task.close()
 
@@ -107,6 +124,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--targets-only", action="store_true",
+                        help="only the physics rate and the bare vmapped mjx.step beside it (the two targets): no "
+                             "60 Hz control or task rows, no JAX-fed variant of our step (fewer compiles)")
     args = parser.parse_args()
     backend, device, _ = placement({"backend": args.backend, "device": args.device, "num_envs": 1})
     counts = args.envs or ([4096, 16384, 32768] if device.startswith("cuda") else [16, 64])
@@ -123,22 +143,25 @@ def main() -> None:
     rows = []
     for envs in counts:
         single = physics_rate(backend, device, envs, 1, args.steps, args.repeats)
-        control = physics_rate(backend, device, envs, 2, args.steps, args.repeats)
-        whole = task_rate(backend, device, envs, args.steps, args.repeats)
-        rows.append({"envs": envs, "physics_env_steps_per_s": single, "control_steps_per_s": control,
-                     "task_steps_per_s": whole, "speedup_vs_cpu_mujoco": single / reference})
-        print(f"{envs:>7} {single:>20,.0f} {control:>22,.0f} {whole:>13,.0f} {single / reference:>12.1f}×",
-              flush=True)
+        rows.append({"envs": envs, "physics_env_steps_per_s": single, "speedup_vs_cpu_mujoco": single / reference})
+        if not args.targets_only:
+            rows[-1]["control_steps_per_s"] = physics_rate(backend, device, envs, 2, args.steps, args.repeats)
+            rows[-1]["task_steps_per_s"] = task_rate(backend, device, envs, args.steps, args.repeats)
+        control, whole = (f"{rows[-1][key]:,.0f}" if key in rows[-1] else "-"
+                          for key in ("control_steps_per_s", "task_steps_per_s"))
+        print(f"{envs:>7} {single:>20,.0f} {control:>22} {whole:>13} {single / reference:>12.1f}×", flush=True)
         if backend == "mjx":
-            bare = bare_mjx_rates(device, envs, args.steps, args.repeats)
-            rows[-1].update({"bare_mjx_env_steps_per_s": bare["bare"], "own_step_jax_ctrl": bare["own_jax_ctrl"],
-                             "ratio_to_bare_mjx": single / bare["bare"]})
-            print(f"{'':>7} bare vmapped mjx.step {bare['bare']:,.0f} env-steps/s; our jitted step fed JAX controls "
-                  f"{bare['own_jax_ctrl']:,.0f}; ours with the torch hand-over {single:,.0f} = "
-                  f"{single / bare['bare']:.2f} of bare", flush=True)
+            bare = bare_mjx_rates(device, envs, args.steps, args.repeats, own=not args.targets_only)
+            rows[-1].update({"bare_mjx_env_steps_per_s": bare["bare"], "ratio_to_bare_mjx": single / bare["bare"]})
+            own = (f"our jitted step fed JAX controls {bare['own_jax_ctrl']:,.0f}; " if "own_jax_ctrl" in bare
+                   else "")
+            rows[-1].update({"own_step_jax_ctrl": bare["own_jax_ctrl"]} if "own_jax_ctrl" in bare else {})
+            print(f"{'':>7} bare vmapped mjx.step {bare['bare']:,.0f} env-steps/s; {own}ours with the torch "
+                  f"hand-over {single:,.0f} = {single / bare['bare']:.2f} of bare", flush=True)
     if args.json:
         args.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "card": card, "backend": backend,
-                                         "device": device, "cpu_mujoco_reference": reference, "rows": rows}, indent=1))
+                                         "device": device, "cpu_mujoco_reference": reference, "rows": rows,
+                                         "first_call_seconds": COMPILES}, indent=1))
 
 
 if __name__ == "__main__":

@@ -29,9 +29,12 @@ from lamarckian.rl.vec_population import LeagueSettings, VecPopulationLearner  #
 
 
 def rate(trainer, iterations: int, warmup: int) -> float:
-    """Median agent-steps/s over ``iterations`` steps after ``warmup`` (compiles, caches)."""
+    """Median agent-steps/s over ``iterations`` steps after ``warmup`` (compiles, caches; their time printed)."""
+    started = time.perf_counter()
     for _ in range(warmup):
         trainer.step()
+    print(f"  {type(trainer).__name__}: {warmup} warm-up step(s) (compiles or cache loads) in "
+          f"{time.perf_counter() - started:.1f} s", flush=True)
     rates = []
     for _ in range(iterations):
         started = time.perf_counter()
