@@ -84,11 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evaluate.py: error: {error}", file=sys.stderr)
         return 2
     from .rating.runner import run_tournament
+    from .rl import Actor
 
     if arguments.debug:
         config["ray"]["local_mode"] = True
     start_ray(config["ray"])
-    run_tournament(config, entrants, arguments.games, out, seats=len(mdp), local=arguments.debug)
+    run_tournament(config, entrants, arguments.games, out, Actor, seats=len(mdp), local=arguments.debug)
     return 0
 
 

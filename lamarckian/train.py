@@ -40,9 +40,10 @@ def build_trainer(config: Mapping[str, Any], ranks: Any = None) -> Any:
     if ranks is not None:
         raise ValueError(f"several ranks (torchrun, WORLD_SIZE={ranks.size}) train a vectorized task "
                          f"(mdp.create: vec); mdp.create={config['mdp']['create']} trains on one learner process")
-    from .rl.learner import fleet_learner
+    from .remote.fleet import connect
+    from .rl.fleet_learner import fleet_learner
 
-    return fleet_learner(config)
+    return fleet_learner(config, connect)
 
 
 def train_on_ray_ranks(config: Mapping[str, Any], root: Path, delete_checkpoints: bool, delete_all: bool) -> int:

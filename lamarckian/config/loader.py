@@ -16,7 +16,6 @@ import yaml
 
 from .errors import ConfigError
 from .expression import Expression, ExpressionError
-from .sections import check_sections
 
 PACKAGE = Path(__file__).resolve().parents[1]
 DEFAULTS = PACKAGE / "lamarckian.yml"      # every key's default (package data: a wheel carries it)
@@ -271,18 +270,11 @@ def _expressions_to_text(config: Any) -> Any:
     return str(config) if isinstance(config, ExpressionText) else config
 
 
-def load(files: Iterable[str] = (), modifications: Iterable[str] = (), *, defaults: Path = DEFAULTS,
-         ranges: bool = False) -> dict[str, Any]:
-    """The resolved configuration: defaults ← each ``-c`` file in order ← each ``-m`` edit, then references.
-
-    Raises :class:`ConfigError` (one line naming key and file) for any problem; starts nothing.
-    """
-    return load_with_sources(files, modifications, defaults=defaults, ranges=ranges)[0]
-
-
-def load_with_sources(files: Iterable[str] = (), modifications: Iterable[str] = (), *, defaults: Path = DEFAULTS,
-                      ranges: bool = False) -> tuple[dict[str, Any], Sources]:
-    """:func:`load`, and which file (or ``-m``) set each key the user set."""
+def read_config(files: Iterable[str] = (), modifications: Iterable[str] = (), *, defaults: Path = DEFAULTS,
+                ranges: bool = False) -> tuple[dict[str, Any], Sources]:
+    """Defaults ← each ``-c`` file in order ← each ``-m`` edit, then references; every key and type checked against
+    the defaults, and which file (or ``-m``) set each key the user set. The typed sections' ranges are checked by
+    :func:`lamarckian.config.checked.load`, which users call."""
     sources = Sources()
     schema = read_yaml(defaults)
     config = copy.deepcopy(schema)
@@ -296,8 +288,6 @@ def load_with_sources(files: Iterable[str] = (), modifications: Iterable[str] = 
     validate(config, resolve_references(schema, Sources()), sources, ranges=ranges)
     config = _expressions_to_text(config)
     config["root"] = os.path.expanduser(str(config.get("root") or ""))
-    if not ranges:                      # evolve.py's search ranges are checked per individual
-        check_sections(config, sources)
     return config, sources
 
 

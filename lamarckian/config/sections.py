@@ -15,16 +15,15 @@ import typing
 from typing import Any, ClassVar, Mapping, TypeVar
 
 from .errors import ConfigError
+from .loader import read_config
 
 T = TypeVar("T", bound="Section")
 
 
 @functools.lru_cache(maxsize=1)
 def default_config() -> dict[str, Any]:
-    """The packaged defaults, resolved (``load()`` with no files and no edits)."""
-    from .loader import load
-
-    return load()
+    """The packaged defaults, resolved (no files, no edits)."""
+    return read_config()[0]
 
 
 def lookup_section(config: Mapping[str, Any], key: str) -> Mapping[str, Any]:

@@ -23,9 +23,10 @@ from ..cli import configure_process
 from ..config import Expression
 from ..config.sections import EvaluatorSettings, SampleSettings
 from ..model import to_blob
+from ..remote.fleet import connect
 from ..rl import Learner
 from ..rl.evaluator import Evaluator
-from ..rl.learner import fleet_learner
+from ..rl.fleet_learner import fleet_learner
 from ..rl.loop import TrainingLoop
 from .settings import RoundSettings
 from .space import with_values
@@ -121,7 +122,7 @@ class PopulationLearner:
                     raise
         if learner is not None:
             learner.close()
-        self.learner, self.fingerprint = fleet_learner(config), fingerprint
+        self.learner, self.fingerprint = fleet_learner(config, connect), fingerprint
         return self.learner
 
     def train(self, task: Mapping[str, Any]) -> dict[str, Any]:

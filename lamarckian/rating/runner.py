@@ -12,26 +12,25 @@ from rich.table import Table
 
 from .. import rpc
 from ..config.sections import SampleSettings
-from ..rl.results import EpisodeResult
+from .results import EpisodeResult
 from .tournament import Entrant, Tally, multiplayer_elo, plot, schedule, write_tables
 
 CHUNK = 16  # matches per Any call: enough to fill an actor's environments
 
 
-def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games: int, out: Path, *,
+def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games: int, out: Path, actor: type, *,
                    seats: int = 2, local: bool = False) -> tuple[Tally, np.ndarray]:
-    """Play every group of ``seats`` entrants ``games`` times on ``sample.actors`` actors; print, write and
-    plot; return the tally and the (Bradley-Terry) Elo ratings. With more than two seats the table also shows
+    """Play every group of ``seats`` entrants ``games`` times on ``sample.actors`` instances of ``actor`` (the
+    sampling actor, :class:`lamarckian.rl.Actor`: ``set_population`` and ``play_matches`` over RPC); print, write
+    and plot; return the tally and the (Bradley-Terry) Elo ratings. With more than two seats the table also shows
     sequential multi-player Elo from the games' ranks."""
-    from ..rl import Actor
-
     sample = SampleSettings.from_config(config)
     if local:
-        actors = [Actor(config, index) for index in range(sample.actors)]
+        actors = [actor(config, index) for index in range(sample.actors)]
     else:
         import ray
 
-        remote = ray.remote(num_cpus=sample.num_cpus)(Actor)
+        remote = ray.remote(num_cpus=sample.num_cpus)(actor)
         actors = [remote.remote(config, index) for index in range(sample.actors)]
     settings = rpc.RpcSettings.from_config(config)
     matches = schedule(len(entrants), games, seats)

@@ -13,8 +13,8 @@ import torch
 
 from ..model import to_blob
 from ..record.checkpoint import PATTERN, checkpoint_folder, run_label
-from ..rl.results import EpisodeResult, pairwise_scores
 from .elo import Elo, fit_elo
+from .results import EpisodeResult, pairwise_scores
 
 
 @dataclasses.dataclass

@@ -13,9 +13,9 @@ from rich.progress import Progress
 
 from ..mdp.vec import VecTask
 from ..model.stacked import StackedPolicies
-from ..rl.vec_games import play_vec_matches
 from .runner import report
 from .tournament import Entrant, Tally, schedule
+from .vec_games import play_vec_matches
 
 
 def run_vec_tournament(task: VecTask, template: torch.nn.Module, entrants: Sequence[Entrant], games: int, out: Path,

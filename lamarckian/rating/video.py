@@ -22,7 +22,7 @@ from ..mdp.vec.ring import AntRing
 from ..model import ActorCritic
 from ..model.stacked import StackedPolicies
 from ..record.video import VideoWriter, overlay
-from ..rl.vec_games import seat_ranks
+from .vec_games import seat_ranks
 
 WHITE = (235, 235, 235)
 HOLD_SECONDS = 1.5    # the last picture stays this long with the result on it

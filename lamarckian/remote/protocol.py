@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..rl.results import EpisodeResult
+from ..rating.results import EpisodeResult
 from ..rl.segment import Segment
 from ..rpc import codec
 

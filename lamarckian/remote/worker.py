@@ -21,7 +21,7 @@ import numpy as np
 from ..config.sections import SampleSettings
 from ..mdp import create_mdp, wrap_controller
 from ..model.observation import ObservationBatcher
-from ..rl.results import EpisodeResult
+from ..rating.results import EpisodeResult
 from ..rl.seeds import actor_seed
 from ..rl.segment import Lane, stack_lanes
 from .client import Client

@@ -1,4 +1,4 @@
-"""Reinforcement learning: the sampling Actor, PPO, the Learner and the Evaluator.
+"""Reinforcement learning: the sampling Actor, the algorithms, the Learner and the Evaluator.
 
 Names are imported on first use (PEP 562), so that the vectorized path (``lamarckian.rl.vec_learner``) runs where
 the RPC layer's dependencies (ZeroMQ, cryptography) or Ray are not installed, as on a bare GPU machine.
@@ -6,7 +6,7 @@ the RPC layer's dependencies (ZeroMQ, cryptography) or Ray are not installed, as
 
 from ..lazy import lazy_exports
 
-_WHERE = {"Actor": "actor", "build_model": "actor", "Evaluator": "evaluator", "summarize": "evaluator",
+_WHERE = {"Actor": "actor", "Algorithm": "algorithms", "build_model": "algorithms", "Evaluator": "evaluator", "summarize": "evaluator",
           "Learner": "learner", "PPO": "ppo", "PPOSettings": "ppo", "vtrace_advantages": "ppo"}
 
 __all__ = sorted(_WHERE)

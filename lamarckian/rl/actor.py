@@ -9,40 +9,17 @@ import numpy as np
 import torch
 
 from .. import rpc
-from ..config.sections import DQNSettings, EpsilonSettings, EvaluatorSettings, OpponentSettings, SampleSettings
+from ..config.sections import EvaluatorSettings, OpponentSettings, SampleSettings
 from ..mdp import MDP, Controller, Episode, create_mdp, wrap_controller
-from ..mdp.wrap import CentralState, central_observation_space
+from ..mdp.wrap import CentralState
 from ..model import ActorCritic, ModelSettings, load_blob
 from ..model.network import seeded
-from ..model.offpolicy import QNetwork, SquashedGaussianPolicy
 from ..model.stacked import StackedPolicies
-from .a3c import segment_gradient
-from .inference import BatchedInference, EpsilonGreedy, PopulationPolicy, RecurrentPolicy, Server, acting_policy
-from .results import NONE, POOL, RULE, SELF, EpisodeResult, pairwise_scores
+from ..rating.results import NONE, POOL, RULE, SELF, EpisodeResult, pairwise_scores
+from .algorithms import algorithm_of
+from .inference import BatchedInference, PopulationPolicy, RecurrentPolicy, Server, acting_policy
 from .seeds import actor_seed
 from .segment import Lane, stack_lanes
-
-ALGORITHMS = ("ppo", "a3c", "dqn", "sac")
-
-
-def build_model(mdp: MDP, config: Mapping[str, Any]) -> torch.nn.Module:
-    """The acting network of ``rl.algorithm`` for seat 0 of ``mdp`` (every seat must share spaces): PPO's and A3C's
-    :class:`ActorCritic` (its observations ``{observation, state}`` with ``model.central_value``), DQN's
-    :class:`QNetwork`, SAC's :class:`SquashedGaussianPolicy`."""
-    spec = mdp.describe()[0]
-    settings = ModelSettings.from_mapping(config["model"])
-    algorithm = config["rl"]["algorithm"]
-    if algorithm in ("ppo", "a3c"):
-        observation = central_observation_space(mdp) if settings.central_value else spec.observation
-        return ActorCritic(observation, spec.action, settings)
-    if (settings.recurrent is not None or settings.central_value) and algorithm in ("dqn", "sac"):
-        setting = f"model.recurrent={settings.recurrent}" if settings.recurrent else "model.central_value=true"
-        raise ValueError(f"{setting} applies to rl.algorithm ppo or a3c, not {algorithm}")
-    if algorithm == "dqn":
-        return QNetwork(spec.observation, spec.action, settings, DQNSettings.from_config(config).dueling)
-    if algorithm == "sac":
-        return SquashedGaussianPolicy(spec.observation, spec.action, settings)
-    raise ValueError(f"rl.algorithm={algorithm!r}: expected one of {', '.join(ALGORITHMS)}")
 
 
 def cancel_tasks(loop: asyncio.AbstractEventLoop) -> None:
@@ -93,13 +70,16 @@ class Actor:
                      for slot in range(self.envs)]
         self.seats = len(self.mdps[0])
         self.team = self.seats if config["rl"]["shared_seats"] else 1   # seats the learner plays in each game
+        self.algorithm = algorithm_of(config)
         with seeded(actor_seed(config["seed"], index, 0)):      # its own stream, not the process's
-            self.model = build_model(self.mdps[0], config)
+            self.model = self.algorithm.acting_network(self.mdps[0], config)
         if blob is not None:
             load_blob(self.model, blob)
         self.version = version
         self.generator = torch.Generator().manual_seed(actor_seed(config["seed"], index, 2**20))
-        self.policy = acting_policy(self.model, generator=self.generator)
+        lanes = (index % sample.actors) * self.envs, sample.actors * self.envs   # its first in the fleet, all
+        self.policy = self.algorithm.acting_policy(self.model, self.generator, lanes,
+                                                   actor_seed(config["seed"], index, 2**21), config)
         self.pool_blobs: dict[int, np.ndarray] = {}
         self.pool_ids: list[int] = []
         self.pool_probabilities = np.zeros(0)
@@ -108,13 +88,8 @@ class Actor:
         self.population: StackedPolicies | None = None
         if pool is not None:
             self.set_pool(*pool)
-        self.config, self.algorithm = config, config["rl"]["algorithm"]
-        self.off_policy = self.algorithm in ("dqn", "sac")
-        if config["rl"]["algorithm"] == "dqn":     # ε-greedy, ε per lane (Ape-X), set by the learner
-            epsilon = EpsilonSettings.from_config(config)
-            lanes = (index % sample.actors) * self.envs, sample.actors * self.envs
-            self.policy = EpsilonGreedy(self.model, epsilon.initial, epsilon.spread, *lanes,
-                                        np.random.default_rng(actor_seed(config["seed"], index, 2**21)))
+        self.config = config
+        self.off_policy = self.algorithm.off_policy
         self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.team)]   # one per environment and seat
         self.results: list[EpisodeResult] = []    # the training episodes finished since the last segment
         self.counted: dict[str, float] = {}         # the environments' counters as of the last segment
@@ -174,12 +149,8 @@ class Actor:
         segment = stack_lanes([lane.take(self.truncation) for lane in self.lanes], self.steps, self.results)
         segment.counters = self._counted_since()
         self.results, self.steps = [], 0
-        if self.algorithm == "a3c":       # the gradient of the segment instead of the segment
-            gradient, loss = segment_gradient(self.model, segment, self.config) if segment.finite() else \
-                (np.zeros(0, np.float32), float("nan"))          # a broken environment's: counted, never applied
-            return {"gradient": gradient, "loss": loss, "version": segment.version, "steps": segment.steps,
-                    "results": [r.to_wire() for r in segment.results]}
-        return segment.to_wire()
+        message = self.algorithm.actor_message(self.model, segment, self.config)   # A3C: the segment's gradient
+        return segment.to_wire() if message is None else message
 
     def _counted_since(self) -> dict[str, float]:
         """How the environments' counters (:meth:`MDP.counters`) grew since the previous call."""

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..config import Expression
 from ..config.sections import EvaluatorSettings
-from .results import EpisodeResult
+from ..rating.results import EpisodeResult
 
 
 def summarize(results: Sequence[EpisodeResult]) -> dict[str, float]:

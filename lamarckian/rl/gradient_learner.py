@@ -12,10 +12,10 @@ import torch
 from torch import nn
 
 from .. import rpc
-from ..model import ModelSettings, to_blob
+from ..model import to_blob
+from ..rating.results import EpisodeResult
 from .evaluator import summarize
 from .learner import Learner
-from .results import EpisodeResult
 
 
 class A3CLearner(Learner):
@@ -23,13 +23,6 @@ class A3CLearner(Learner):
     ``train.grad_clip``; an iteration applies the gradients that have arrived (at least one) and broadcasts."""
 
     def build_update(self, config: Mapping[str, Any]) -> None:
-        model = ModelSettings.from_mapping(config["model"])
-        if model.normalize_observation or model.normalize_value:
-            raise ValueError("rl.algorithm=a3c: set model.normalize_observation and model.normalize_value false "
-                             "(each actor would keep statistics of its own; rl/a3c.yml does)")
-        if self.seats > 1:
-            raise ValueError(f"rl.algorithm=a3c trains single-player MDPs; mdp.create={config['mdp']['create']} has "
-                             f"{self.seats} seats (self-play trains with rl.algorithm=ppo)")
         train = config["train"]
         self.parameters = list(self.model.parameters())
         self.size = sum(p.numel() for p in self.parameters)

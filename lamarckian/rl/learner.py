@@ -15,7 +15,7 @@ import logging
 import math
 import time
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Protocol
 
 import numpy as np
 import torch
@@ -24,33 +24,27 @@ from .. import rpc
 from ..config import lookup
 from ..config.sections import EvaluatorSettings, RemoteSettings, SampleSettings, TrainSettings
 from ..model import to_blob
+from ..rating.results import POOL, RULE, EpisodeResult
 from ..record import Progress
 from ..record.checkpoint import upgrade_checkpoint
 from .actor import Actor
+from .algorithms import algorithm_of
 from .evaluator import Evaluator, summarize
 from .loop import Trainer
 from .pool import OpponentPool, PoolSettings
-from .ppo import PPO, PPOSettings
-from .results import POOL, RULE, EpisodeResult
+from .ppo import PPO
 from .segment import Segment
 from .update_ranks import UpdateGroup, learner_network
 
 log = logging.getLogger(__name__)
 
 
-def fleet_learner(config: Mapping[str, Any]) -> "Learner":
-    """The actor-fleet learner of ``rl.algorithm``: :class:`Learner` (PPO, IMPALA), the gradient learner of A3C or
-    the replay learner of DQN and SAC."""
-    algorithm = config["rl"]["algorithm"]
-    if algorithm == "ppo":
-        return Learner(config)
-    if algorithm == "a3c":
-        from .gradient_learner import A3CLearner
+class RemoteConnect(Protocol):
+    """How the learner reaches the remote workers of ``rl.remote.server`` (:func:`lamarckian.remote.fleet.connect`):
+    their ``All`` (``set_weights``, ``evaluate``...) and their ``Gather`` of segments; ``keep_fixed``: segments of
+    fixed-weight (ONNX) workers are learned from too (off-policy learners)."""
 
-        return A3CLearner(config)
-    from .offpolicy import OffPolicyLearner
-
-    return OffPolicyLearner(config)
+    def __call__(self, config: Mapping[str, Any], model: torch.nn.Module, keep_fixed: bool) -> tuple[Any, Any]: ...
 
 
 class Learner(Trainer):
@@ -59,11 +53,13 @@ class Learner(Trainer):
 
     Args:
         config: the resolved configuration.
+        connect_remote: reaches the remote workers where ``rl.remote.server`` is set (else unused).
     """
 
     replays = False     # segments of any age are useful (off-policy learners): remote ONNX workers' segments too
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
+    def __init__(self, config: Mapping[str, Any], connect_remote: RemoteConnect | None = None) -> None:
+        self.connect_remote = connect_remote
         self.update_group: UpdateGroup | None = None    # train.gpus > 1: the other ranks of the update
         self.configure(config)
         self.version = 0
@@ -82,7 +78,9 @@ class Learner(Trainer):
         ``config``; counters restart at 0. Running actors are kept: the caller sends them the new weights.
         (evolve.py's learners call this for each individual they train.)"""
         self.config = config
+        self.algorithm = algorithm_of(config)
         self.model, self.seats = learner_network(config)
+        self.algorithm.check(self.model, self.seats, config)
         opponents = self.seats > 1 and not config["rl"]["shared_seats"]     # other seats: snapshots of a pool
         if opponents and getattr(self.model, "state_size", 0):
             raise ValueError(f"model.recurrent={config['model']['recurrent']} trains single-player MDPs or "
@@ -92,6 +90,9 @@ class Learner(Trainer):
         self.sample = SampleSettings.from_config(config)
         self.segments_per_poll = self.sample.actors * self.sample.credits   # at most in flight at once
         self.remote = RemoteSettings.from_config(config).server
+        if self.remote is not None and self.connect_remote is None:
+            raise ValueError("rl.remote.server: this learner was built without a way to reach remote workers (train.py "
+                             "gives it lamarckian.remote.fleet.connect)")
         if self.remote is not None and self.seats > 1:
             raise ValueError(f"rl.remote.server: remote workers play single-player MDPs; mdp.create="
                              f"{config['mdp']['create']} has {self.seats} seats")
@@ -103,31 +104,35 @@ class Learner(Trainer):
         self.pool_frozen = False
 
     def build_update(self, config: Mapping[str, Any]) -> None:
-        """PPO on ``self.model`` (and, on several GPUs, its replicas)."""
-        self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"])
+        """The algorithm's update rule on ``self.model`` (and, PPO on several GPUs, its replicas)."""
+        self.update_rule = self.algorithm.update_rule(self.model, config)
+        gpus = TrainSettings.from_config(config).gpus
+        if gpus > 1 and not isinstance(self.update_rule, PPO):
+            raise ValueError(f"train.gpus={gpus}: rl.algorithm={self.algorithm.name} updates on one device (the "
+                             "data-parallel update is PPO's and IMPALA's)")
         if self.update_group is not None:              # a new individual (evolve.py): the replicas follow
-            self.ppo.ranks, self.update_group.ppo = self.update_group.ranks, self.ppo
+            self.update_rule.ranks, self.update_group.ppo = self.update_group.ranks, self.update_rule
             self.update_group.load(self.state_dict())
 
     def set_lr(self, lr: float) -> None:
         """The learning rate from now on (evolve.py's searched ``train.lr``)."""
-        self.ppo.set_lr(lr)
+        self.update_rule.set_lr(lr)
 
     @property
     def max_staleness(self) -> int:
         """Segments more weight versions behind than this are dropped."""
-        return self.ppo.settings.max_staleness
+        return self.update_rule.max_staleness
 
     # ---- state ---------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Weights (normalizers included), optimizer and lr, the opponent pool, counters."""
-        return {"model": self.model.state_dict(), **self.ppo.state_dict(),
+        return {"model": self.model.state_dict(), **self.update_rule.state_dict(),
                 "pool": self.pool.state_dict() if self.pool is not None else None, "version": self.version,
                 "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
-        self.ppo.load_state_dict(state)
+        self.update_rule.load_state_dict(state)
         if self.pool is not None and state.get("pool") is not None:
             self.pool.load_state_dict(state["pool"])
         self.version, self.iteration, self.cost = int(state["version"]), int(state["iteration"]), int(state["cost"])
@@ -152,9 +157,7 @@ class Learner(Trainer):
 
     def start_actors(self) -> None:
         if self.remote is not None:            # workers on other machines, through the relay server
-            from ..remote.fleet import connect
-
-            self.everyone, self.gather = connect(self.config, self.model, keep_fixed=self.replays)
+            self.everyone, self.gather = self.connect_remote(self.config, self.model, self.replays)
             self.segments_per_poll = RemoteSettings.from_config(self.config).batch
             self.everyone("set_weights", self.version, to_blob(self.model))    # the workers start from these
             return
@@ -254,7 +257,7 @@ class Learner(Trainer):
         started = time.monotonic()
         segments, steps, results = self._collect()
         collected = time.monotonic()
-        update = self.update_group.update if self.update_group is not None else self.ppo.update
+        update = self.update_group.update if self.update_group is not None else self.update_rule.update
         stats = update(segments, self.version, self.cost) if segments else {}
         updated = time.monotonic()
         blob = self.advance(steps)
@@ -330,7 +333,7 @@ class Learner(Trainer):
         if self.gather is None:
             self.start_actors()
         if self.update_group is None and TrainSettings.from_config(self.config).gpus > 1:
-            self.update_group = UpdateGroup(self.config, self.ppo, self.local)
+            self.update_group = UpdateGroup(self.config, self.update_rule, self.local)
             self.update_group.load(self.state_dict())
         with self.gather.gathering("sample"):
             yield
@@ -357,9 +360,11 @@ class Learner(Trainer):
         return line if math.isnan(win) else f"{line}, win rate {win:.0%} vs {self.evaluator.opponent}"
 
     def status(self, stats: Mapping[str, float]) -> dict[str, str]:
-        fields = {"return": f"{self.training.get('return', math.nan):.3g}", "kl": f"{stats.get('kl', math.nan):.3g}",
-                  "lr": f"{self.ppo.lr:.2g}",
-                  "stale": f"{stats.get('staleness', 0.0):.2f}/{stats.get('staleness_max', 0.0):.0f}"}
+        fields = {"return": f"{self.training.get('return', math.nan):.3g}"}
+        if "kl" in stats:                      # PPO's and IMPALA's
+            fields["kl"] = f"{stats['kl']:.3g}"
+        fields.update({"lr": f"{self.update_rule.lr:.2g}",
+                       "stale": f"{stats.get('staleness', 0.0):.2f}/{stats.get('staleness_max', 0.0):.0f}"})
         latest = self.evaluator.latest
         if latest.get("episodes"):
             fields["eval"] = f"{latest['fitness']:.3g}"

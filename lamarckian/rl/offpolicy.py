@@ -16,13 +16,10 @@ from typing import Any, Iterator, Mapping
 import torch
 
 from .. import rpc
-from ..config.sections import DQNSettings, EpsilonSettings, ReplaySettings, SACSettings, TrainSettings
-from ..model import ModelSettings
-from .dqn import DQN
+from ..config.sections import EpsilonSettings, ReplaySettings
 from .evaluator import summarize
 from .learner import Learner
 from .replay import ReplayBuffer
-from .sac import SAC
 from .segment import Segment
 
 POLL_SECONDS = 0.001   # how long an iteration listens for more segments once the buffer may be trained on
@@ -35,32 +32,17 @@ class OffPolicyLearner(Learner):
     replays = True
 
     def build_update(self, config: Mapping[str, Any]) -> None:
-        algorithm = config["rl"]["algorithm"]
-        if self.seats > 1:
-            raise ValueError(f"rl.algorithm={algorithm} trains single-player MDPs; mdp.create={config['mdp']['create']} "
-                             f"has {self.seats} seats (self-play trains with rl.algorithm=ppo)")
-        train = TrainSettings.from_config(config)
-        if train.gpus > 1:
-            raise ValueError(f"train.gpus={train.gpus}: rl.algorithm={algorithm} updates on one device")
-        model = ModelSettings.from_mapping(config["model"])
-        if model.normalize_observation:
-            raise ValueError(f"model.normalize_observation=true: rl.algorithm={algorithm} replays stored observations, "
-                             "whose normalization would drift under the learner; set it false (rl/dqn.yml, rl/sac.yml)")
         self.replay_settings = replay = ReplaySettings.from_config(config)
         self.replay = ReplayBuffer(replay.capacity, replay.steps, config["rl"]["discount"], replay.alpha, replay.beta,
                                    seed=config["seed"])
-        self.epsilon: EpsilonSettings | None = None
-        if algorithm == "dqn":
-            self.algorithm: DQN | SAC = DQN(self.model, DQNSettings.from_config(config), train.lr, train.grad_clip)
-            self.epsilon = EpsilonSettings.from_config(config)
-        else:
-            self.algorithm = SAC(self.model, model, SACSettings.from_config(config), train.lr, train.grad_clip)
+        self.replay_update = self.algorithm.replay_update(self.model, config)
+        self.epsilon: EpsilonSettings | None = self.algorithm.exploration_schedule(config)   # DQN's ε
         self.device = next(self.model.parameters()).device
         self.owed = 0.0            # updates due but not made yet (a fraction of one)
         self.nonfinite = 0
 
     def set_lr(self, lr: float) -> None:
-        self.algorithm.set_lr(lr)
+        self.replay_update.set_lr(lr)
 
     @property
     def max_staleness(self) -> int:
@@ -71,13 +53,13 @@ class OffPolicyLearner(Learner):
         """Weights, the algorithm's state (targets, optimizers, temperature), the buffer where configured,
         counters."""
         replay = self.replay.state_dict() if self.replay_settings.checkpoint else None
-        return {"model": self.model.state_dict(), "algorithm": self.algorithm.state_dict(), "replay": replay,
+        return {"model": self.model.state_dict(), "algorithm": self.replay_update.state_dict(), "replay": replay,
                 "owed": self.owed, "nonfinite": self.nonfinite, "version": self.version,
                 "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
-        self.algorithm.load_state_dict(state["algorithm"])
+        self.replay_update.load_state_dict(state["algorithm"])
         if state.get("replay") is not None:
             self.replay.load_state_dict(state["replay"])
         self.owed, self.nonfinite = float(state["owed"]), int(state["nonfinite"])
@@ -127,7 +109,7 @@ class OffPolicyLearner(Learner):
         for _ in range(updates):
             batch, slots, weights = self.replay.sample(self.replay_settings.batch)
             tensors = {name: torch.from_numpy(array).to(self.device) for name, array in batch.items()}
-            errors, stats = self.algorithm.update(tensors, torch.from_numpy(weights).to(self.device))
+            errors, stats = self.replay_update.update(tensors, torch.from_numpy(weights).to(self.device))
             if self.replay.tree is not None:
                 self.replay.update_priorities(slots, errors.cpu().numpy())
             for name, value in stats.items():       # some statistics are not every update's (SAC's policy delay)
@@ -167,7 +149,7 @@ class OffPolicyLearner(Learner):
             yield
 
     def opening_line(self) -> str:
-        return f"{super().opening_line()}; {self.config['rl']['algorithm']} from a replay of " \
+        return f"{super().opening_line()}; {self.algorithm.name} from a replay of " \
                f"{self.replay_settings.capacity} transitions"
 
     def status(self, stats: Mapping[str, float]) -> dict[str, str]:

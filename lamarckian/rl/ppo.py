@@ -235,6 +235,11 @@ class PPO:
         self.lr = lr
         set_learning_rate([self.optimizer], lr)
 
+    @property
+    def max_staleness(self) -> int:
+        """Segments more weight versions behind than this are dropped (``rl.ppo.max_staleness``)."""
+        return self.settings.max_staleness
+
     def state_dict(self) -> dict[str, Any]:
         """Optimizer moments, the lr where the schedule stands, the minibatch shuffling generator."""
         return {"optimizer": self.optimizer.state_dict(), "lr": self.lr, "ppo_generator": self.generator.get_state()}

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .results import EpisodeResult
+from ..rating.results import EpisodeResult
 
 ARRAYS = ("observations", "actions", "log_probs", "values", "rewards", "dones", "truncated", "final_values")
 OPTIONAL = ("next_observations", "states")   # arrays only some learners' segments carry

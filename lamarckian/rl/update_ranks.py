@@ -19,7 +19,7 @@ from ..config.sections import TrainSettings
 from ..mdp import create_mdp
 from ..model import to_blob
 from ..model.network import seeded
-from .actor import build_model
+from .algorithms import build_model
 from .distributed import Ranks
 from .ppo import PPO, PPOSettings
 from .segment import ARRAYS, Segment

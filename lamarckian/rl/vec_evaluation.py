@@ -15,7 +15,7 @@ import numpy as np
 from ..mdp.vec import VecTask, create_vec_task
 from ..model import ActorCritic, to_blob
 from ..model.stacked import StackedPolicies
-from .vec_games import outcome_counts, play_vec_matches, seat_rotations
+from ..rating.vec_games import outcome_counts, play_vec_matches, seat_rotations
 from .window import outcome_score
 
 

@@ -77,7 +77,7 @@ class VecLearner(Trainer):
         self.device = task.device
         with seeded(config["seed"]):
             self.model = vec_model(task, config["model"])
-        self.ppo = PPO(self.model, PPOSettings.from_config(config, self.device.type), seed=config["seed"],
+        self.update_rule = PPO(self.model, PPOSettings.from_config(config, self.device.type), seed=config["seed"],
                        ranks=ranks)
         self.horizon = int(vec["horizon"])
         self.initial_blob = to_blob(self.model)
@@ -241,7 +241,7 @@ class VecLearner(Trainer):
             outcomes, returns = counts[:outcomes.numel()].reshape(outcomes.shape), counts[outcomes.numel():]
         returns = returns.cpu().numpy()                              # waits for the rollout on the device
         rolled = time.monotonic()
-        stats = self.ppo.update([segment], self.version, self.cost)   # reads its statistics: a host sync
+        stats = self.update_rule.update([segment], self.version, self.cost)   # reads its statistics: a host sync
         stats.update({"time/rollout": rolled - started, "time/update": time.monotonic() - rolled})
         self.record(outcomes.cpu().numpy(), returns)
         self.version += 1
@@ -298,7 +298,7 @@ class VecLearner(Trainer):
     # ---- state ------------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Weights, optimizer, counters, the pool, the initial policy, the running scores, the device generator."""
-        return {"model": self.model.state_dict(), **self.ppo.state_dict(), "iteration": self.iteration,
+        return {"model": self.model.state_dict(), **self.update_rule.state_dict(), "iteration": self.iteration,
                 "cost": self.cost, "elapsed": self.elapsed, "pool": self.pool.state_dict(),
                 "initial": torch.from_numpy(self.initial_blob.copy()),
                 "scores": {"recent": self.recent_scores.state(), "initial": self.initial_scores.state()},
@@ -306,7 +306,7 @@ class VecLearner(Trainer):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
-        self.ppo.load_state_dict(state)
+        self.update_rule.load_state_dict(state)
         self.iteration, self.cost, self.elapsed = int(state["iteration"]), int(state["cost"]), float(state["elapsed"])
         self.version = self.iteration
         self.pool.load_state_dict(state["pool"])

@@ -11,7 +11,7 @@ from lamarckian import export
 from lamarckian.config import load
 from lamarckian.mdp import create_mdp
 from lamarckian.record.checkpoint import CHECKPOINT_FORMAT, plain
-from lamarckian.rl.actor import build_model
+from lamarckian.rl.algorithms import build_model
 
 CASES = {
     "sac": (["mdp/realtime/pendulum.yml", "rl/sac.yml"], []),

@@ -1,16 +1,27 @@
-"""A user's own MDP and VecTask, named in the config as ``module:ClassName``, train without touching the package."""
+"""A user's own MDP, VecTask and algorithm, named in the config as ``module:ClassName``, train without touching the
+package."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+import torch
 
 from lamarckian.config import load
 from lamarckian.mdp import create_mdp
+from lamarckian.rl.algorithms import algorithm_of
 from lamarckian.rl.loop import TrainingLoop
 from lamarckian.rl.vec_learner import VecLearner
 from lamarckian.train import main as train_main
 
+from .reinforce import Reinforce
 from .tasks import Duel, Walk
+
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def test_an_mdp_from_the_users_module_trains(tmp_path):
@@ -39,3 +50,39 @@ def test_a_wrong_class_name_is_one_line_naming_the_key(tmp_path, capsys, create,
     assert train_main(["-m", f"mdp.create={create}", f"root={tmp_path}/run"]) == 2
     error = capsys.readouterr().err
     assert f"mdp.create={create!r}" in error and message in error and len(error.strip().splitlines()) == 1
+
+
+REINFORCE = ["-m", "rl.algorithm=tests.plugins.reinforce:Reinforce", "rl.kwargs={minibatches: 8}",
+             "model.normalize_value=false", "train.batch=4096", "train.lr=0.001", "evaluator.progress=false"]
+
+
+@pytest.mark.slow
+def test_a_users_own_algorithm_trains_cartpole_through_the_actor_fleet(tmp_path):
+    completed = subprocess.run([sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml",
+                                "mdp/gym/cartpole.yml", *REINFORCE, f"root={tmp_path / 'run'}",
+                                "evaluator.terminate=self.fitness >= 475 or self.time > 300"],
+                               capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    evaluations = [float(m) for m in re.findall(r"fitness ([-\d.e+]+) over", completed.stderr)]
+    assert max(evaluations, default=0.0) >= 475, completed.stderr[-3000:]
+
+
+def test_a_users_own_algorithm_is_built_with_its_keyword_arguments():
+    algorithm = algorithm_of(load([], REINFORCE[1:3]))
+    assert isinstance(algorithm, Reinforce)
+
+
+def test_the_keyword_arguments_reach_the_algorithm():
+    assert algorithm_of(load([], REINFORCE[1:3])).minibatches == 8
+
+
+@pytest.mark.parametrize("changes, message", [
+    (["rl.algorithm=tests.plugins.tasks:Walk"], "expected a subclass of lamarckian.rl.algorithms.Algorithm"),
+    (["rl.algorithm=tests.plugins.reinforce:Missing"], "has no 'Missing'"),
+    (["rl.algorithm=tests.plugins.reinforce:Reinforce", "rl.kwargs={epochs: 3}"], "Reinforce refuses them"),
+    (["rl.kwargs={epochs: 3}"], "rl.kwargs={'epochs': 3}: the arguments of your own rl.algorithm"),
+    (["rl.algorithm=impala"], "rl.algorithm=impala learns with rl.ppo.objective=vtrace"),
+])
+def test_a_wrong_algorithm_is_one_line_naming_the_key(changes, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        algorithm_of(load(["mdp/gym.yml"], changes)).update_rule(torch.nn.Linear(1, 1), load(["mdp/gym.yml"],
+                                                                                              changes))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lamarckian.rating import Elo, SkillRating, fit_elo
-from lamarckian.rl.results import EpisodeResult
+from lamarckian.rating.results import EpisodeResult
 
 
 def test_elo_by_hand():

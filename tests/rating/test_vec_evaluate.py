@@ -13,8 +13,8 @@ from lamarckian.config import load
 from lamarckian.mdp.vec import AntBattle, BattleSettings
 from lamarckian.model import to_blob
 from lamarckian.model.stacked import StackedPolicies
+from lamarckian.rating.vec_games import play_vec_matches
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.vec_games import play_vec_matches
 from lamarckian.rl.vec_learner import VecLearner, vec_model
 
 REPOSITORY = Path(__file__).resolve().parents[2]

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from lamarckian.config import load
+from lamarckian.remote.fleet import connect
 from lamarckian.remote.worker import FIXED_VERSION
-from lamarckian.rl.learner import fleet_learner
+from lamarckian.rl.fleet_learner import fleet_learner
 
 from .helpers import relay, segment
 
@@ -34,7 +35,7 @@ def cartpole_segment(version: int, fill: float) -> dict:
 
 def test_ppo_drops_stale_and_exported_policy_segments(server):
     learner = fleet_learner(remote_config(server, "mdp/gym.yml", "mdp/gym/cartpole.yml",
-                                          changes=("train.batch=16", "rl.ppo.max_staleness=2")))
+                                          changes=("train.batch=16", "rl.ppo.max_staleness=2")), connect)
     try:
         learner.start_actors()
         assert server.server.version == 0 and len(server.server.blob) > 0     # the workers' starting weights
@@ -60,7 +61,7 @@ def test_ppo_drops_stale_and_exported_policy_segments(server):
 
 def test_remote_workers_play_single_player_mdps_only(server):
     with pytest.raises(ValueError, match="rl.remote.server: remote workers play single-player MDPs"):
-        fleet_learner(remote_config(server, "mdp/pong.yml"))
+        fleet_learner(remote_config(server, "mdp/pong.yml"), connect)
     with pytest.raises(ValueError, match="rl.remote.key and rl.remote.server_key"):
         load(["mdp/gym.yml"], ["rl.remote.server=tcp://127.0.0.1:5555"])
 
@@ -70,7 +71,7 @@ def test_a3c_applies_a_workers_gradient_and_counts_a_wrong_sized_one(server):
 
     config = remote_config(server, "mdp/gym.yml", "mdp/gym/cartpole.yml", "rl/a3c.yml",
                            changes=("sample.envs=2", "sample.truncation=8"))
-    learner = fleet_learner(config)
+    learner = fleet_learner(config, connect)
     actor = Actor(config, 0, own_process=False)
     try:
         learner.start_actors()

@@ -13,8 +13,9 @@ import pytest
 from lamarckian.config import load
 from lamarckian.mdp import create_mdp
 from lamarckian.model.export import export_onnx
-from lamarckian.rl.actor import build_model
-from lamarckian.rl.learner import fleet_learner
+from lamarckian.remote.fleet import connect
+from lamarckian.rl.algorithms import build_model
+from lamarckian.rl.fleet_learner import fleet_learner
 
 from .helpers import relay
 
@@ -49,7 +50,7 @@ def test_workers_train_an_off_policy_learner_through_the_relay(server, tmp_path)
                            "train.replay.ratio=0.05", "train.replay.batch=32", "sample.eval=2"])
     policy = build_model(create_mdp(config["mdp"]), config)
     onnx = export_onnx(policy, tmp_path / "policy.onnx")
-    learner = fleet_learner(config)
+    learner = fleet_learner(config, connect)
     workers = {"alice": start_worker(server, "alice"), "bob": start_worker(server, "bob", "--onnx", str(onnx))}
     rogue = start_worker(server, "mallory")
     try:

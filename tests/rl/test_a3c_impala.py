@@ -12,8 +12,8 @@ import torch
 from lamarckian.config import load
 from lamarckian.model import ActorCritic, ModelSettings
 from lamarckian.rl.a3c import segment_gradient
+from lamarckian.rl.fleet_learner import fleet_learner
 from lamarckian.rl.gradient_learner import A3CLearner
-from lamarckian.rl.learner import fleet_learner
 from lamarckian.rl.loop import TrainingLoop
 
 from .test_ppo import bandit_segment
@@ -71,7 +71,7 @@ def test_impala_trains_and_reports_the_policy_lag(tmp_path):
         "model.hidden=[16]", "evaluator.progress=false", "evaluator.episodes=2", f"root={tmp_path}"])
     learner = fleet_learner(config)
     try:
-        assert learner.ppo.settings.objective == "vtrace" and learner.ppo.settings.epochs == 1
+        assert learner.update_rule.settings.objective == "vtrace" and learner.update_rule.settings.epochs == 1
         with learner.running():
             stats = [learner.step() for _ in range(10)]
         assert all(np.isfinite(s["loss/policy"]) and s["staleness_max"] >= s["staleness"] >= 0 for s in stats)

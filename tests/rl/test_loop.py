@@ -70,7 +70,7 @@ def test_checkpoints_written_before_the_format_existed_load(trainer, changes, fi
     assert (learner.iteration, learner.cost) == (int(state["iteration"]), int(state["cost"])) and learner.iteration > 0
     for name, tensor in learner.model.state_dict().items():
         assert torch.equal(tensor, state["model"][name]), name
-    assert learner.ppo.lr == pytest.approx(state["lr"]) and learner.evaluator.history == []
+    assert learner.update_rule.lr == pytest.approx(state["lr"]) and learner.evaluator.history == []
     if trainer is VecLearner:
         assert len(learner.pool) == len(state["pool"]["snapshots"]) >= 2
         learner.step()                                     # and training goes on from there
@@ -92,19 +92,19 @@ def test_resume_restores_what_the_run_shows(tmp_path):
     loop = TrainingLoop(learner, tmp_path)
     loop.run(stop=lambda trainer: trainer.iteration >= 3)
     learner.record(np.array([[3, 1, 0]] * learner.stacked.count, np.float32), np.array([6.0, 2.0, 40.0], np.float32))
-    learner.ppo.set_lr(1.234e-4)
+    learner.update_rule.set_lr(1.234e-4)
     loop.save()
-    expected = (torch.rand(4), learner.ppo.generator.get_state(), learner.generator.get_state())
+    expected = (torch.rand(4), learner.update_rule.generator.get_state(), learner.generator.get_state())
     resumed = VecLearner(config)
     assert TrainingLoop(resumed, tmp_path).resume() is not None
     assert resumed.training == learner.training and resumed.training["return"] == 3.0
     assert resumed.win_rate_against_initial() == learner.win_rate_against_initial() == pytest.approx(3.5 / 4)
-    assert resumed.ppo.lr == pytest.approx(1.234e-4)
+    assert resumed.update_rule.lr == pytest.approx(1.234e-4)
     assert resumed.evaluator.history == learner.evaluator.history and len(resumed.evaluator.history) == 3
     assert resumed.evaluator.latest == learner.evaluator.latest
     assert [s.games for s in resumed.pool.snapshots.values()] == [s.games for s in learner.pool.snapshots.values()]
     assert torch.equal(torch.rand(4), expected[0])             # the process's stream continues where it was saved
-    assert torch.equal(resumed.ppo.generator.get_state(), expected[1])
+    assert torch.equal(resumed.update_rule.generator.get_state(), expected[1])
     assert torch.equal(resumed.generator.get_state(), expected[2])
     learner.close()
     resumed.close()

@@ -18,8 +18,8 @@ from lamarckian.config.sections import DQNSettings, SACSettings
 from lamarckian.model import ModelSettings
 from lamarckian.model.offpolicy import QNetwork, SquashedGaussianPolicy
 from lamarckian.rl.dqn import DQN
+from lamarckian.rl.fleet_learner import fleet_learner
 from lamarckian.rl.inference import EpsilonGreedy
-from lamarckian.rl.learner import fleet_learner
 from lamarckian.rl.loop import TrainingLoop
 from lamarckian.rl.offpolicy import OffPolicyLearner
 from lamarckian.rl.sac import SAC
@@ -139,7 +139,7 @@ def test_segments_with_nan_rewards_are_dropped_and_counted(tmp_path):
     learner = fleet_learner(walk_config(tmp_path))
     assert isinstance(learner, OffPolicyLearner)
     try:
-        TrainingLoop(learner, None).run(stop=lambda trainer: trainer.algorithm.updates >= 20)
+        TrainingLoop(learner, None).run(stop=lambda trainer: trainer.replay_update.updates >= 20)
         assert learner.nonfinite > 0 and len(learner.replay) >= 32
         assert np.isfinite(learner.replay.arrays["returns"][:len(learner.replay)]).all()
     finally:
@@ -151,19 +151,19 @@ def test_resume_with_and_without_the_buffer(tmp_path, keep):
     config = walk_config(tmp_path, f"train.replay.checkpoint={str(keep).lower()}")
     learner = fleet_learner(config)
     try:
-        TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.algorithm.updates >= 10)
-        stored, updates = learner.replay.arrays["observations"][:len(learner.replay)].copy(), learner.algorithm.updates
+        TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.replay_update.updates >= 10)
+        stored, updates = learner.replay.arrays["observations"][:len(learner.replay)].copy(), learner.replay_update.updates
     finally:
         learner.close()
     resumed = fleet_learner(config)
     try:
         loop = TrainingLoop(resumed, tmp_path)
-        assert loop.resume() is not None and resumed.algorithm.updates == updates
+        assert loop.resume() is not None and resumed.replay_update.updates == updates
         if keep:
             assert np.array_equal(resumed.replay.arrays["observations"][:len(resumed.replay)], stored)
         else:
             assert len(resumed.replay) == 0
-        loop.run(stop=lambda trainer: trainer.algorithm.updates >= updates + 5)    # refills, then learns on
+        loop.run(stop=lambda trainer: trainer.replay_update.updates >= updates + 5)    # refills, then learns on
         assert len(resumed.replay) >= 32
     finally:
         resumed.close()
@@ -177,7 +177,7 @@ def test_a_killed_actor_is_replaced_and_the_buffer_kept(ray_local, tmp_path):
     learner = fleet_learner(config)
     try:
         with learner.running():
-            while learner.algorithm.updates < 5:
+            while learner.replay_update.updates < 5:
                 learner.step()
             victim = learner.actors[0]
             pid = ray_local.get(victim.__ray_call__.remote(lambda actor: os.getpid()))
@@ -203,7 +203,7 @@ def test_the_seed_dqn_command_trains_cartpole(tmp_path):
     (["mdp/gym.yml", "rl/sac.yml"], [], "rl.algorithm=sac needs a bounded continuous"),
     (["rl/dqn.yml"], [], "rl.algorithm=dqn trains single-player MDPs; mdp.create=pong has 2 seats"),
     (["mdp/gym.yml", "rl/dqn.yml"], ["model.normalize_observation=true"], "model.normalize_observation=true"),
-    (["mdp/gym.yml"], ["rl.algorithm=a2c"], "rl.algorithm='a2c': expected one of ppo, a3c, dqn, sac"),
+    (["mdp/gym.yml"], ["rl.algorithm=a2c"], "rl.algorithm='a2c': expected one of ppo, impala, a3c, dqn, sac or module:ClassName"),
     (["mdp/gym.yml", "rl/dqn.yml"], ["train.replay.start=0"], "train.replay.start=0: out of range"),
 ])
 def test_bad_off_policy_settings_are_one_line(tmp_path, capsys, files, changes, message):

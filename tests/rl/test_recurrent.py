@@ -12,7 +12,7 @@ import torch
 from lamarckian.config import load
 from lamarckian.model import ActorCritic, ModelSettings
 from lamarckian.rl.actor import Actor
-from lamarckian.rl.learner import fleet_learner
+from lamarckian.rl.fleet_learner import fleet_learner
 from lamarckian.rl.loop import TrainingLoop
 from lamarckian.rl.ppo import PPO, PPOSettings, episode_starts, sequence_minibatch
 from lamarckian.rl.segment import Segment

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lamarckian.rl.results import EpisodeResult, pairwise_scores
+from lamarckian.rating.results import EpisodeResult, pairwise_scores
 
 
 def test_round_trip_through_the_wire_form():

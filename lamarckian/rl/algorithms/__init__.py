@@ -1,0 +1,46 @@
+"""The algorithms of the actor fleet behind one interface (:class:`.base.Algorithm`), named by ``rl.algorithm``:
+``ppo | impala | a3c | dqn | sac`` or a user's own ``package.module:ClassName``."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import torch
+
+from ...mdp import MDP
+from ...mdp.plugin import is_plugin, load_plugin
+from .base import KINDS, Algorithm, UpdateRule
+from .builtin import A3C, IMPALA, DQNAlgorithm, PPOAlgorithm, SACAlgorithm
+
+BUILT_IN: dict[str, type[Algorithm]] = {cls.name: cls for cls in (PPOAlgorithm, IMPALA, A3C, DQNAlgorithm,
+                                                                  SACAlgorithm)}
+
+__all__ = ["BUILT_IN", "KINDS", "Algorithm", "UpdateRule", "algorithm_of", "build_model"]
+
+
+def algorithm_of(config: Mapping[str, Any]) -> Algorithm:
+    """The algorithm ``rl.algorithm`` names; ValueError naming the key for an unknown name, a class that cannot be
+    imported or one that is not an :class:`Algorithm` of a known kind."""
+    name, kwargs = config["rl"]["algorithm"], dict(config["rl"]["kwargs"])
+    if not is_plugin(name):
+        if name not in BUILT_IN:
+            raise ValueError(f"rl.algorithm={name!r}: expected one of {', '.join(BUILT_IN)} or module:ClassName")
+        if kwargs:
+            raise ValueError(f"rl.kwargs={kwargs}: the arguments of your own rl.algorithm (module:ClassName); "
+                             f"{name}'s settings are its own sections (rl.{name}, rl.ppo, train...)")
+        return BUILT_IN[name]()
+    cls = load_plugin(name, "rl.algorithm")
+    if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
+        raise ValueError(f"rl.algorithm={name!r}: expected a subclass of lamarckian.rl.algorithms.Algorithm, got "
+                         f"{cls!r}")
+    if cls.kind not in KINDS:
+        raise ValueError(f"rl.algorithm={name!r}: kind {cls.kind!r}, expected one of {', '.join(KINDS)}")
+    try:
+        return cls(**kwargs)
+    except TypeError as error:
+        raise ValueError(f"rl.kwargs={kwargs}: {name} refuses them ({error})") from None
+
+
+def build_model(mdp: MDP, config: Mapping[str, Any]) -> torch.nn.Module:
+    """The acting network of ``rl.algorithm`` for seat 0 of ``mdp``."""
+    return algorithm_of(config).acting_network(mdp, config)
