@@ -4,8 +4,8 @@
 
 A reference server (``python -m lamarckian.games serve --env CartPole-v1 --latency L``, a real process) serves
 CartPole-v1. For each latency L and each number E of concurrent episodes per actor, 2 sampling actors
-(``lamarckian.rl.actor.Actor``, each in its own process, PPO's initial policy, one batched forward per round) run for
-``--seconds``. A round trip is one answered request (a step or a reset); the ideal is ``2·E / L`` round trips per
+(``lamarckian.rl.fleet.actor.Actor``, each in its own process, PPO's initial policy, one batched forward per round)
+run for ``--seconds``. A round trip is one answered request (a step or a reset); the ideal is ``2·E / L`` round trips per
 second until the CPU binds, and the CPU bound is measured in the same run: the same 2 actors with 1,024 episodes
 each against a server without latency. Ratio = achieved / min(ideal, CPU bound).
 
@@ -34,7 +34,7 @@ def actor_worker(connection: Any, index: int) -> None:
     """A process that runs one sampling Actor per request ``(config edits, seconds)`` and answers
     ``(steps, resets, seconds)``."""
     from lamarckian.config import load
-    from lamarckian.rl.actor import Actor
+    from lamarckian.rl.fleet.actor import Actor
 
     while True:
         job = connection.recv()

@@ -23,7 +23,7 @@ import numpy as np
 
 from lamarckian.config import load
 from lamarckian.mdp import create_mdp
-from lamarckian.rl.actor import Actor
+from lamarckian.rl.fleet.actor import Actor
 
 PERIOD = 0.05
 

@@ -27,7 +27,8 @@ from lamarckian import rpc  # noqa: E402
 from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp import create_mdp  # noqa: E402
 from lamarckian.model import to_blob  # noqa: E402
-from lamarckian.rl import Actor, build_model  # noqa: E402
+from lamarckian.rl.algorithms import build_model  # noqa: E402
+from lamarckian.rl.fleet.actor import Actor  # noqa: E402
 
 
 def raw_rate(seconds: float) -> float:

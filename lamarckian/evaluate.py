@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if config["mdp"]["create"] == "vec":
             return evaluate_vec(config, arguments, folders, out)
         from .mdp import create_mdp
-        from .rl import build_model
+        from .rl.algorithms import build_model
 
         mdp = create_mdp(config["mdp"], seed=config["seed"])
         if len(mdp) < 2:
@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evaluate.py: error: {error}", file=sys.stderr)
         return 2
     from .rating.runner import run_tournament
-    from .rl import Actor
+    from .rl.fleet.actor import Actor
 
     if arguments.debug:
         config["ray"]["local_mode"] = True
@@ -104,7 +104,7 @@ def evaluate_vec(config, arguments: argparse.Namespace, folders: Sequence[Path],
     """The tournament on a vectorized task, in this process (no Ray)."""
     from .mdp.vec import create_vec_task
     from .rating.vec_runner import run_vec_tournament
-    from .rl.vec_learner import vec_model
+    from .rl.vec.learner import vec_model
 
     try:
         task = create_vec_task({**config["mdp"]["vec"], "play_to_end": True}, seed=config["seed"])
@@ -138,7 +138,7 @@ def film(config, arguments: argparse.Namespace) -> int:
         from .mdp.vec import create_vec_task
         from .mdp.vec.render import import_mujoco_renderer
         from .model.stacked import StackedPolicies
-        from .rl.vec_learner import vec_model
+        from .rl.vec.learner import vec_model
 
         import_mujoco_renderer()                              # the GL back end is checked before the physics
         task = create_vec_task({**config["mdp"]["vec"], "num_envs": 1, "play_to_end": True}, seed=config["seed"])
@@ -157,7 +157,7 @@ def film(config, arguments: argparse.Namespace) -> int:
     else:
         from .mdp import create_mdp
         from .model import load_blob
-        from .rl import build_model
+        from .rl.algorithms import build_model
 
         mdp_config = dict(config["mdp"])
         if mdp_config["create"] == "gym":

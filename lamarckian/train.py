@@ -34,14 +34,14 @@ def build_trainer(config: Mapping[str, Any], ranks: Any = None) -> Any:
     """The trainer ``config`` asks for: a :class:`VecLearner` for a vectorized task (``mdp.create: vec``, in this
     process, no Ray; data-parallel over ``ranks``), else the actor-fleet :class:`Learner`."""
     if config["mdp"]["create"] == "vec":
-        from .rl.vec_learner import VecLearner
+        from .rl.vec.learner import VecLearner
 
         return VecLearner(config, ranks)
     if ranks is not None:
         raise ValueError(f"several ranks (torchrun, WORLD_SIZE={ranks.size}) train a vectorized task "
                          f"(mdp.create: vec); mdp.create={config['mdp']['create']} trains on one learner process")
     from .remote.fleet import connect
-    from .rl.fleet_learner import fleet_learner
+    from .rl.fleet.factory import fleet_learner
 
     return fleet_learner(config, connect)
 
@@ -49,9 +49,9 @@ def build_trainer(config: Mapping[str, Any], ranks: Any = None) -> Any:
 def train_on_ray_ranks(config: Mapping[str, Any], root: Path, delete_checkpoints: bool, delete_all: bool) -> int:
     """``train.ranks: N``: the vectorized learner on N Ray actors (:mod:`.rl.ray_ranks`); this process waits."""
     from .mdp.vec import placement
-    from .rl.ray_ranks import train_on_ranks
-    from .rl.vec_evaluation import evaluation_line
-    from .rl.vec_learner import OPPONENTS
+    from .rl.vec.evaluation import evaluation_line
+    from .rl.vec.learner import OPPONENTS
+    from .rl.vec.ray_ranks import train_on_ranks
 
     settings = TrainSettings.from_config(config)
     if config["mdp"]["create"] != "vec":

@@ -88,7 +88,7 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def part(module: str) -> str:
-    """The first-level part of the package a module belongs to (``lamarckian.rl.actor`` → ``rl``)."""
+    """The first-level part of the package a module belongs to (``lamarckian.rl.fleet.actor`` → ``rl``)."""
     return module.split(".")[1] if module.count(".") else "__init__"
 
 

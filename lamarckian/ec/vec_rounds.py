@@ -1,5 +1,5 @@
 """evolve.py on a vectorized task: the whole population trains in this process, on one device, as one
-:class:`~lamarckian.rl.vec_population.VecPopulationLearner` (one member per individual, one forward and one batched
+:class:`~lamarckian.rl.vec.population.VecPopulationLearner` (one member per individual, one forward and one batched
 update for all), round after round. It stands where the Ray learners stand for the actor-fleet tasks: the engine asks
 the algorithm for a round's individuals and tells it their reports together (:meth:`VecRounds.train_round`), so PBT,
 NSGA-II and the tournament, lineage, population checkpoints and resume work unchanged.
@@ -30,9 +30,9 @@ from ..mdp.vec import placement
 from ..model.network import seeded
 from ..rating.tournament import Entrant, plot, write_tables
 from ..rl.loop import TrainingLoop
-from ..rl.vec_evaluation import VecEvaluation
-from ..rl.vec_learner import vec_model
-from ..rl.vec_population import LeagueSettings, VecPopulationLearner
+from ..rl.vec.evaluation import VecEvaluation
+from ..rl.vec.learner import vec_model
+from ..rl.vec.population import LeagueSettings, VecPopulationLearner
 from .settings import EvolutionSettings, RoundSettings
 from .worker import RoundStopper, member_blobs, owned, round_config
 

@@ -24,9 +24,9 @@ from ..config import Expression
 from ..config.sections import EvaluatorSettings, SampleSettings
 from ..model import to_blob
 from ..remote.fleet import connect
-from ..rl import Learner
 from ..rl.evaluator import Evaluator
-from ..rl.fleet_learner import fleet_learner
+from ..rl.fleet.factory import fleet_learner
+from ..rl.fleet.learner import Learner
 from ..rl.loop import TrainingLoop
 from .settings import RoundSettings
 from .space import with_values

@@ -21,8 +21,8 @@ CHUNK = 16  # matches per Any call: enough to fill an actor's environments
 def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games: int, out: Path, actor: type, *,
                    seats: int = 2, local: bool = False) -> tuple[Tally, np.ndarray]:
     """Play every group of ``seats`` entrants ``games`` times on ``sample.actors`` instances of ``actor`` (the
-    sampling actor, :class:`lamarckian.rl.Actor`: ``set_population`` and ``play_matches`` over RPC); print, write
-    and plot; return the tally and the (Bradley-Terry) Elo ratings. With more than two seats the table also shows
+    sampling actor, :class:`lamarckian.rl.fleet.actor.Actor`: ``set_population`` and ``play_matches`` over RPC);
+    print, write and plot; return the tally and the (Bradley-Terry) Elo ratings. With more than two seats the table also shows
     sequential multi-player Elo from the games' ranks."""
     sample = SampleSettings.from_config(config)
     if local:

@@ -1,5 +1,5 @@
 """Tournaments on a vectorized task (Ant Sumo, Ant Battle): the games are played by
-:func:`lamarckian.rl.vec_games.play_vec_matches` (one match per environment, every seat in one stacked forward,
+:func:`lamarckian.rating.vec_games.play_vec_matches` (one match per environment, every seat in one stacked forward,
 mean actions), then rated and reported like the actor fleet's tournaments."""
 
 from __future__ import annotations

@@ -132,7 +132,7 @@ def run_worker(arguments: argparse.Namespace) -> int:
         if arguments.onnx is not None:
             source = OnnxRollout(config, index, arguments.onnx)
         else:
-            from ..rl.actor import Actor
+            from ..rl.fleet.actor import Actor
 
             version, blob, first_extras = worker.first_weights(stop)
             source = Actor(config, index, blob, version)

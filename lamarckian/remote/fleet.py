@@ -166,7 +166,7 @@ class RemoteAll:
 
     def _evaluation_actor(self) -> Any:
         if self.evaluator_actor is None:
-            from ..rl.actor import Actor
+            from ..rl.fleet.actor import Actor
 
             self.evaluator_actor = Actor(self.config, 0, own_process=False)
         return self.evaluator_actor

@@ -38,7 +38,7 @@ def imported() -> list[str]:
 
 
 class Source(Protocol):
-    """What samples: the torch :class:`~lamarckian.rl.actor.Actor` or :class:`OnnxRollout`."""
+    """What samples: the torch :class:`~lamarckian.rl.fleet.actor.Actor` or :class:`OnnxRollout`."""
 
     def sample(self) -> dict[str, Any]: ...
 

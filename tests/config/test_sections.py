@@ -11,7 +11,7 @@ import pytest
 from lamarckian.config import ConfigError, load
 from lamarckian.config.sections import Section, lookup_section
 
-MODULES = ("lamarckian.rl.pool", "lamarckian.model.network", "lamarckian.ec.pbt", "lamarckian.ec.nsga_ii",
+MODULES = ("lamarckian.rl.selfplay.pool", "lamarckian.model.network", "lamarckian.ec.pbt", "lamarckian.ec.nsga_ii",
            "lamarckian.ec.tournament", "lamarckian.mdp.pong", "lamarckian.mdp.coins", "lamarckian.rpc.settings", "lamarckian.ec.settings")
 
 
@@ -40,7 +40,7 @@ def test_every_section_class_has_exactly_its_yaml_keys_and_no_defaults():
 
 
 def test_ppo_settings_come_from_the_yaml_only():
-    from lamarckian.rl.ppo import PPOSettings
+    from lamarckian.rl.algorithms.ppo import PPOSettings
 
     assert all(f.default is dataclasses.MISSING for f in dataclasses.fields(PPOSettings))
     config = load()

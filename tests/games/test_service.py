@@ -11,7 +11,7 @@ import pytest
 
 from lamarckian.config import load
 from lamarckian.games import protocol
-from lamarckian.rl import Learner
+from lamarckian.rl.fleet.learner import Learner
 
 from .helpers import ROOT, free_port
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from lamarckian.config import load
-from lamarckian.rl import Learner
-from lamarckian.rl.actor import Actor
+from lamarckian.rl.fleet.actor import Actor
+from lamarckian.rl.fleet.learner import Learner
 
 from .helpers import ROOT, ServerProcess
 

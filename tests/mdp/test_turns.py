@@ -15,7 +15,7 @@ from lamarckian.config import load
 from lamarckian.mdp import create_mdp, wrap_controller
 from lamarckian.mdp.turns import TurnMDP
 from lamarckian.model import ActorCritic, ModelSettings
-from lamarckian.rl.fleet_learner import fleet_learner
+from lamarckian.rl.fleet.factory import fleet_learner
 from lamarckian.rl.loop import TrainingLoop
 
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from lamarckian.config import load
-from lamarckian.rl import Learner
+from lamarckian.rl.fleet.learner import Learner
 from lamarckian.rl.loop import TrainingLoop
 
 REPOSITORY = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import torch
 from lamarckian.config import load
 from lamarckian.remote.fleet import connect
 from lamarckian.remote.worker import FIXED_VERSION
-from lamarckian.rl.fleet_learner import fleet_learner
+from lamarckian.rl.fleet.factory import fleet_learner
 
 from .helpers import relay, segment
 
@@ -67,7 +67,7 @@ def test_remote_workers_play_single_player_mdps_only(server):
 
 
 def test_a3c_applies_a_workers_gradient_and_counts_a_wrong_sized_one(server):
-    from lamarckian.rl.actor import Actor
+    from lamarckian.rl.fleet.actor import Actor
 
     config = remote_config(server, "mdp/gym.yml", "mdp/gym/cartpole.yml", "rl/a3c.yml",
                            changes=("sample.envs=2", "sample.truncation=8"))

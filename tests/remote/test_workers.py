@@ -15,7 +15,7 @@ from lamarckian.mdp import create_mdp
 from lamarckian.model.export import export_onnx
 from lamarckian.remote.fleet import connect
 from lamarckian.rl.algorithms import build_model
-from lamarckian.rl.fleet_learner import fleet_learner
+from lamarckian.rl.fleet.factory import fleet_learner
 
 from .helpers import relay
 

@@ -22,8 +22,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from lamarckian.model import ActorCritic, ModelSettings
+from lamarckian.rl.algorithms.ppo import PPO, PPOSettings
 from lamarckian.rl.distributed import Ranks, owned_samples
-from lamarckian.rl.ppo import PPO, PPOSettings
 from lamarckian.rl.segment import Segment
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -194,7 +194,7 @@ def test_the_fleet_learner_update_on_two_ranks_keeps_the_replicas_equal(ray_loca
     network, and the run learns on as usual."""
     from lamarckian.config import load
     from lamarckian.model import to_blob
-    from lamarckian.rl import Learner
+    from lamarckian.rl.fleet.learner import Learner
     from lamarckian.rl.loop import TrainingLoop
 
     config = load(["mdp/gym.yml"], [f"root={tmp_path}", "train.gpus=2", "train.device=cpu", "sample.actors=1",

@@ -15,9 +15,9 @@ from lamarckian.cli import configure_process
 from lamarckian.config import load
 from lamarckian.record import Checkpoints
 from lamarckian.record.checkpoint import CHECKPOINT_FORMAT, upgrade_checkpoint
-from lamarckian.rl.learner import Learner
+from lamarckian.rl.fleet.learner import Learner
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.vec_learner import VecLearner
+from lamarckian.rl.vec.learner import VecLearner
 from lamarckian.train import main as train_main
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -4,7 +4,7 @@ config as ``rl.algorithm: package.module:ClassName`` (as a user's own MDP is nam
 
 Which fleet learner runs an algorithm is its ``kind``:
 
-* ``on_policy``: :class:`~lamarckian.rl.learner.Learner` gathers ``train.batch`` env steps of segments and hands
+* ``on_policy``: :class:`~lamarckian.rl.fleet.learner.Learner` gathers ``train.batch`` env steps of segments and hands
   them to the algorithm's :meth:`Algorithm.update_rule` (PPO, IMPALA, a user's REINFORCE...);
 * ``gradients``: the actors send :meth:`Algorithm.actor_message` (A3C's gradient) and the learner applies them;
 * ``replay``: the segments fill a replay buffer the algorithm's :meth:`Algorithm.replay_update` learns from (DQN,
@@ -22,14 +22,15 @@ import torch
 from ...mdp import MDP
 from ...mdp.wrap import central_observation_space
 from ...model import ActorCritic, ModelSettings
-from ..inference import acting_policy
+from ..fleet.inference import acting_policy
 from ..segment import Segment
 
 KINDS = ("on_policy", "gradients", "replay")
 
 
 class UpdateRule(Protocol):
-    """An on-policy algorithm's learning step, held by the fleet learner (see :class:`~lamarckian.rl.ppo.PPO`)."""
+    """An on-policy algorithm's learning step, held by the fleet learner (see
+    :class:`~lamarckian.rl.algorithms.ppo.PPO`)."""
 
     lr: float
     max_staleness: int       # segments more weight versions behind than this are dropped
@@ -87,7 +88,8 @@ class Algorithm:
         raise NotImplementedError(f"rl.algorithm={self.name}: an on_policy algorithm defines update_rule()")
 
     def replay_update(self, model: torch.nn.Module, config: Mapping[str, Any]) -> Any:
-        """``kind: replay``: the update from replayed n-step transitions (see :class:`~lamarckian.rl.dqn.DQN`)."""
+        """``kind: replay``: the update from replayed n-step transitions (see
+        :class:`~lamarckian.rl.algorithms.dqn.DQN`)."""
         raise NotImplementedError(f"rl.algorithm={self.name}: a replay algorithm defines replay_update()")
 
     def exploration_schedule(self, config: Mapping[str, Any]) -> Any:

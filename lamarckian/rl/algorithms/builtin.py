@@ -12,13 +12,13 @@ from ...config.sections import DQNSettings, EpsilonSettings, SACSettings, TrainS
 from ...mdp import MDP
 from ...model import ModelSettings
 from ...model.offpolicy import QNetwork, SquashedGaussianPolicy
-from ..a3c import segment_gradient
-from ..dqn import DQN
-from ..inference import EpsilonGreedy
-from ..ppo import PPO, PPOSettings
-from ..sac import SAC
+from ..fleet.inference import EpsilonGreedy
 from ..segment import Segment
+from .a3c import segment_gradient
 from .base import Algorithm, UpdateRule
+from .dqn import DQN
+from .ppo import PPO, PPOSettings
+from .sac import SAC
 
 
 class PPOAlgorithm(Algorithm):
@@ -107,7 +107,8 @@ class DQNAlgorithm(ReplayAlgorithm):
 
     def acting_policy(self, model: torch.nn.Module, generator: torch.Generator, lanes: tuple[int, int],
                       seed: int, config: Mapping[str, Any]) -> EpsilonGreedy:
-        """ε-greedy, ε per lane (Ape-X), set by the learner (:meth:`~lamarckian.rl.actor.Actor.set_exploration`)."""
+        """ε-greedy, ε per lane (Ape-X), set by the learner
+        (:meth:`~lamarckian.rl.fleet.actor.Actor.set_exploration`)."""
         epsilon = EpsilonSettings.from_config(config)
         return EpsilonGreedy(model, epsilon.initial, epsilon.spread, *lanes, np.random.default_rng(seed))
 

@@ -1,0 +1,376 @@
+"""The sampling Actor: K environments as asyncio tasks, one batched forward per round, segments for Gather."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from ... import rpc
+from ...config.sections import EvaluatorSettings, OpponentSettings, SampleSettings
+from ...mdp import MDP, Controller, Episode, create_mdp, wrap_controller
+from ...mdp.wrap import CentralState
+from ...model import ActorCritic, ModelSettings, load_blob
+from ...model.network import seeded
+from ...model.stacked import StackedPolicies
+from ...rating.results import NONE, POOL, RULE, SELF, EpisodeResult, pairwise_scores
+from ..algorithms import algorithm_of
+from ..seeds import actor_seed
+from ..segment import Lane, stack_lanes
+from .inference import BatchedInference, PopulationPolicy, RecurrentPolicy, Server, acting_policy
+
+
+def cancel_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel every task of ``loop`` (not running) and let them finish."""
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
+@rpc.gather
+@rpc.all
+@rpc.any
+class Actor:
+    """Runs ``sample.envs`` environments and streams segments of ``sample.truncation`` steps per lane.
+
+    In games, every seat other than the learner's is played by a snapshot of the opponent pool drawn per
+    episode and seat from the pool's distribution (or, with probability ``rl.opponent.rule``, by the MDP's
+    rule); all snapshots act in ONE stacked forward per round.
+
+    Args:
+        config: the resolved run configuration.
+        index: this actor's number (seeds differ per actor).
+        blob: initial learner weights (None keeps the network's initialization).
+        version: the weights' version number.
+        pool: ``(probabilities {id: p}, blobs {id: blob})`` of the opponent pool (see :meth:`set_pool`).
+        own_process: the actor is alone in its process (a Ray actor): it sets torch to one thread and seeds the
+            process's stream; False (``--debug``: an object in the learner's process) leaves both alone.
+    """
+
+    def __init__(self, config: Mapping[str, Any], index: int, blob: np.ndarray | None = None,
+                 version: int = 0, pool: tuple[Mapping[int, float], Mapping[int, np.ndarray]] | None = None,
+                 *, own_process: bool = True) -> None:
+        if own_process:
+            torch.set_num_threads(1)
+            torch.manual_seed(actor_seed(config["seed"], index, 0))
+        self.mdp_config = config["mdp"]
+        sample = SampleSettings.from_config(config)
+        self.envs, self.truncation = sample.envs, sample.truncation
+        opponent = OpponentSettings.from_config(config)
+        self.rule_probability, self.mean_probability = opponent.rule, opponent.deterministic
+        self.swap = bool(config["rl"]["swap"])
+        self.central = ModelSettings.from_mapping(config["model"]).central_value
+        self.seed, self.index = int(config["seed"]), index
+        self.random = np.random.default_rng(actor_seed(config["seed"], index, 1))
+        self.mdps = [create_mdp(self.mdp_config, seed=actor_seed(config["seed"], index, slot + 2))
+                     for slot in range(self.envs)]
+        self.seats = len(self.mdps[0])
+        self.team = self.seats if config["rl"]["shared_seats"] else 1   # seats the learner plays in each game
+        self.algorithm = algorithm_of(config)
+        with seeded(actor_seed(config["seed"], index, 0)):      # its own stream, not the process's
+            self.model = self.algorithm.acting_network(self.mdps[0], config)
+        if blob is not None:
+            load_blob(self.model, blob)
+        self.version = version
+        self.generator = torch.Generator().manual_seed(actor_seed(config["seed"], index, 2**20))
+        lanes = (index % sample.actors) * self.envs, sample.actors * self.envs   # its first in the fleet, all
+        self.policy = self.algorithm.acting_policy(self.model, self.generator, lanes,
+                                                   actor_seed(config["seed"], index, 2**21), config)
+        self.pool_blobs: dict[int, np.ndarray] = {}
+        self.pool_ids: list[int] = []
+        self.pool_probabilities = np.zeros(0)
+        self.pool_policy: PopulationPolicy | None = None       # snapshots sampling their actions
+        self.pool_policy_mean: PopulationPolicy | None = None  # the same snapshots playing their mean actions
+        self.population: StackedPolicies | None = None
+        if pool is not None:
+            self.set_pool(*pool)
+        self.config = config
+        self.off_policy = self.algorithm.off_policy
+        self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.team)]   # one per environment and seat
+        self.results: list[EpisodeResult] = []    # the training episodes finished since the last segment
+        self.counted: dict[str, float] = {}         # the environments' counters as of the last segment
+        self.steps = 0
+        self.loop = asyncio.new_event_loop()
+        self.inference = BatchedInference(sample.batch_wait)
+        self.tasks: list[asyncio.Task] = []
+        self.failure: BaseException | None = None
+        self.ready: asyncio.Future | None = None
+        self.eval_mdps: list[MDP] = []
+        self.eval_loop = asyncio.new_event_loop()     # kept between evaluations: their MDPs' connections live in it
+        self.eval_seed = actor_seed(config["seed"] + 7919, index, 0)
+        self.max_steps = EvaluatorSettings.from_config(config).max_steps   # decisions per evaluation episode
+
+    # ---- weights -------------------------------------------------------------------------------------------
+    def set_weights(self, version: int, blob: np.ndarray) -> int:
+        """Load the learner's weights (tagging later steps with ``version``)."""
+        load_blob(self.model, blob)
+        self.version = int(version)
+        return self.version
+
+    def set_exploration(self, epsilon: float) -> None:
+        """DQN's ε now (the learner's schedule); each lane explores with its own power of it (Ape-X spread)."""
+        self.policy.set_epsilon(epsilon)
+
+    def set_pool(self, probabilities: Mapping[int, float], blobs: Mapping[int, np.ndarray] | None = None) -> None:
+        """The opponent pool: new snapshots' ``blobs`` and every member's sampling probability; members absent
+        from ``probabilities`` leave. Episodes already running keep their opponents' weights."""
+        for snapshot_id, blob in (blobs or {}).items():
+            self.pool_blobs[int(snapshot_id)] = np.asarray(blob, np.float32)
+        ids = [int(i) for i in probabilities]
+        missing = [i for i in ids if i not in self.pool_blobs]
+        if missing:
+            raise ValueError(f"pool snapshots {missing} have probabilities but no weights")
+        if ids != self.pool_ids or blobs:
+            self.pool_blobs = {i: self.pool_blobs[i] for i in ids}
+            self.pool_ids = ids
+            if ids:
+                stacked = StackedPolicies(self.model, [self.pool_blobs[i] for i in ids])
+                self.pool_policy = PopulationPolicy(stacked, generator=self.generator)
+                self.pool_policy_mean = PopulationPolicy(stacked, deterministic=True)
+        self.pool_probabilities = np.array([float(probabilities[i]) for i in probabilities])
+
+    # ---- sampling ------------------------------------------------------------------------------------------
+    def sample(self) -> dict[str, Any]:
+        """The next :class:`Segment` (wire form): arrays ``[T, L]`` (L = environments), the episodes finished
+        meanwhile, env steps."""
+        if self.failure is not None:
+            raise self.failure
+        if not self.tasks:
+            self.tasks = [self.loop.create_task(self._run_slot(slot)) for slot in range(self.envs)]
+            for task in self.tasks:
+                task.add_done_callback(self._on_slot_done)
+        self.ready = self.loop.create_future()
+        self._check_ready()
+        self.loop.run_until_complete(self.ready)
+        segment = stack_lanes([lane.take(self.truncation) for lane in self.lanes], self.steps, self.results)
+        segment.counters = self._counted_since()
+        self.results, self.steps = [], 0
+        message = self.algorithm.actor_message(self.model, segment, self.config)   # A3C: the segment's gradient
+        return segment.to_wire() if message is None else message
+
+    def _counted_since(self) -> dict[str, float]:
+        """How the environments' counters (:meth:`MDP.counters`) grew since the previous call."""
+        totals: dict[str, float] = {}
+        for mdp in (*self.mdps, *self.eval_mdps):
+            for name, value in mdp.counters().items():
+                totals[name] = totals.get(name, 0.0) + value
+        grown = {name: value - self.counted.get(name, 0.0) for name, value in totals.items()
+                 if value != self.counted.get(name, 0.0)}
+        self.counted = totals
+        return grown
+
+    def _on_slot_done(self, task: asyncio.Task) -> None:
+        if task.cancelled():
+            return
+        self.failure = task.exception() or RuntimeError("an environment task ended")
+        if self.ready is not None and not self.ready.done():
+            self.ready.set_exception(self.failure)
+
+    def _check_ready(self) -> None:
+        if self.ready is not None and not self.ready.done() and all(
+                lane.ready(self.truncation) for lane in self.lanes):
+            self.ready.set_result(None)
+
+    def _pick_opponents(self) -> tuple[int, list[tuple[int, int]], str, list[int]]:
+        """(learner seat, [(opponent seat, pool index)], opponent kind: ``rule``, ``pool`` or ``none``, the pool
+        snapshot ids) for a new episode (the ids now: the pool may change while the episode runs)."""
+        if self.seats == 1:
+            return 0, [], NONE, []
+        learner = int(self.random.integers(self.seats)) if self.swap else 0
+        others = [seat for seat in range(self.seats) if seat != learner]
+        if not self.pool_ids or (self.rule_probability > 0 and self.random.random() < self.rule_probability):
+            return learner, [], RULE, []
+        picks = [int(p) for p in self.random.choice(len(self.pool_ids), size=len(others), p=self.pool_probabilities)]
+        return learner, list(zip(others, picks)), POOL, [self.pool_ids[p] for p in picks]
+
+    def _controllers(self, episode: Episode, mdp: MDP) -> list[Controller]:
+        """The episode's controllers wrapped (frame skip, statistics; the global state with a central critic)."""
+        controllers = [wrap_controller(c, self.mdp_config) for c in episode.controllers]
+        return [CentralState(c, mdp) for c in controllers] if self.central else controllers
+
+    async def _run_slot(self, slot: int) -> None:
+        mdp, team = self.mdps[slot], self.team
+        while True:
+            if team > 1:                                  # rl.shared_seats: the learner plays every seat
+                learners, opponents, kind, snapshot_ids = list(range(team)), [], NONE, []
+            else:
+                learner, opponents, kind, snapshot_ids = self._pick_opponents()
+                learners = [learner]
+            episode = mdp.reset(*learners, *(seat for seat, _ in opponents))
+            controllers = self._controllers(episode, mdp)
+            players = [self._learn(controllers[i], self.lanes[slot * team + i], slot * team + i) for i in range(team)]
+            mean = self.mean_probability > 0 and self.random.random() < self.mean_probability
+            server = self.pool_policy_mean if mean else self.pool_policy
+            players += [self._play(c, server, self.model, index) for c, (_, index) in zip(controllers[team:], opponents)]
+            await asyncio.gather(*players, *episode.ticks)
+            if any(c.get_result().get("lost") for c in controllers):   # a game server lost it: counted, no result
+                continue
+            own = [EpisodeResult.of(c.get_result(), opponent=kind, snapshots=snapshot_ids) for c in controllers[:team]]
+            if opponents:
+                own[0].scores = pairwise_scores(own[0], [EpisodeResult.of(c.get_result()) for c in controllers[1:]])
+            self.results.extend(own)
+
+    async def _learn(self, controller: Controller, lane: Lane, slot: int) -> None:
+        """Play one seat for the learner, recording its steps in ``lane``; ``slot`` tags its requests (a lane of
+        this actor: its recurrent memory, its ε)."""
+        batcher = self.model.batcher
+        memory = self.policy if isinstance(self.policy, RecurrentPolicy) else None
+        if memory is not None:
+            memory.reset(slot)                          # an episode starts from the zero state
+        self.inference.register()
+        try:
+            while await controller.ready():
+                observation = batcher.convert(controller.get_state())
+                state = None if memory is None else memory.state(slot)
+                action, log_prob, value = await self.inference.act(self.policy, observation, slot)
+                lane.decide(observation, action, log_prob, value, self.version, state)
+                if len(lane.values) == self.truncation + 1:  # this lane just filled: maybe all have
+                    self._check_ready()
+                await controller(self.model.env_action(action))
+                self.steps += 1
+                lane.outcome(controller.get_reward(), controller.done, controller.truncated)
+            if controller.truncated:
+                final = batcher.convert(controller.get_state())
+                lane.set_final((await self.inference.act(self.policy, final, slot))[2], final)
+        finally:
+            self.inference.unregister()
+
+    async def _play(self, controller: Controller, server: Server, model: ActorCritic, tag: int = 0,
+                    inference: BatchedInference | None = None, max_steps: int = 0) -> bool:
+        """Act for one seat until the episode ends or, with ``max_steps`` > 0, that many decisions were made;
+        whether the cap ended it."""
+        inference = inference or self.inference
+        memory = server if isinstance(server, RecurrentPolicy) else None
+        if memory is not None:
+            memory.reset(tag)
+        inference.register()
+        steps = 0
+        try:
+            while await controller.ready():
+                if max_steps and steps >= max_steps:
+                    return True
+                observation = model.batcher.convert(controller.get_state())
+                action = (await inference.act(server, observation, tag))[0]
+                await controller(model.env_action(action))
+                steps += 1
+            return False
+        finally:
+            if memory is not None:
+                memory.forget(tag)
+            inference.unregister()
+
+    # ---- evaluation ----------------------------------------------------------------------------------------
+    def _run_episodes(self, jobs: Sequence[tuple[list[int], Sequence[tuple[Server, int]]]]) -> list[list[dict]]:
+        """Play one episode per job ``(seats, [(server, tag) per seat])`` on the evaluation environments, as
+        many at once as there are environments; each job's per-seat results (wire form of
+        :class:`EpisodeResult`). Uses its own event loop, so
+        sampling is paused meanwhile."""
+        while len(self.eval_mdps) < min(len(jobs), self.envs):
+            self.eval_mdps.append(create_mdp(self.mdp_config, seed=self.eval_seed + len(self.eval_mdps)))
+        inference = BatchedInference()
+        queue = list(enumerate(jobs))
+        results: list[list[dict[str, Any]]] = [[] for _ in jobs]
+
+        async def run(mdp: MDP) -> None:
+            while queue:
+                number, (seats, players) = queue.pop(0)
+                episode = mdp.reset(*seats)
+                controllers = self._controllers(episode, mdp)
+                ticks = [asyncio.ensure_future(tick) for tick in episode.ticks]
+                capped = await asyncio.gather(*(self._play(c, server, self.model, tag, inference, self.max_steps)
+                                                for c, (server, tag) in zip(controllers, players)))
+                if any(capped):                          # the environment would wait for actions forever
+                    for tick in ticks:
+                        tick.cancel()
+                    await asyncio.gather(*ticks, return_exceptions=True)
+                else:
+                    await asyncio.gather(*ticks)
+                lost = any(c.get_result().get("lost") for c in controllers)     # counted by the MDP
+                results[number] = [EpisodeResult.of(c.get_result(), capped=any(capped) or lost).to_wire()
+                                   for c in controllers]
+
+        async def run_all() -> None:
+            await asyncio.gather(*(run(mdp) for mdp in self.eval_mdps))
+
+        self.eval_loop.run_until_complete(run_all())
+        return results
+
+    def evaluate(self, episodes: int, opponent: str = RULE) -> list[dict[str, Any]]:
+        """Play ``episodes`` episodes with the deterministic policy against ``opponent`` (``rule``, or ``self``:
+        the newest pool snapshot), alternating seats; the learner's results. With ``rl.shared_seats`` the policy
+        plays every seat (``opponent`` does not apply) and the results are seat 0's."""
+        if opponent not in (RULE, SELF):
+            raise ValueError(f"evaluator.opponent={opponent!r}: expected {RULE!r} or {SELF!r}")
+        learner = acting_policy(self.model, deterministic=True)
+        if self.team > 1:                               # a memory per seat and game
+            jobs = [(list(range(self.team)), [(learner, number * self.team + i) for i in range(self.team)])
+                    for number in range(episodes)]
+            return [{**per_seat[0], "opponent": NONE} for per_seat in self._run_episodes(jobs)]
+        newest: Server | None = None
+        if opponent == SELF and self.seats > 1:
+            if not self.pool_ids:
+                raise ValueError("evaluator.opponent=self needs an opponent pool")
+            newest = PopulationPolicy(StackedPolicies(self.model, [self.pool_blobs[self.pool_ids[-1]]]),
+                                      deterministic=True)
+        jobs = []
+        for number in range(episodes):
+            seat = number % self.seats
+            others = [s for s in range(self.seats) if s != seat] if newest is not None else []
+            jobs.append(([seat, *others], [(learner, number)] + [(newest, 0)] * len(others)))  # a memory per game
+        results = [per_seat[0] for per_seat in self._run_episodes(jobs)]
+        kind = opponent if self.seats > 1 else NONE
+        return [{**result, "opponent": kind} for result in results]
+
+    def set_population(self, blobs: Sequence[np.ndarray]) -> int:
+        """Policies for :meth:`play_matches` (one architecture, stacked for one batched forward)."""
+        self.population = StackedPolicies(self.model, list(blobs))
+        return self.population.count
+
+    def play_matches(self, matches: Sequence[Sequence[int]]) -> list[list[dict[str, Any]]]:
+        """Play one game per match: ``match[seat]`` is the population index playing that seat (deterministic);
+        every seat of every running game acts in one stacked forward. The per-seat results of each match."""
+        if self.population is None:
+            raise RuntimeError("call set_population first")
+        server = PopulationPolicy(self.population, deterministic=True)
+        jobs = [(list(range(len(match))), [(server, int(index)) for index in match]) for match in matches]
+        return self._run_episodes(jobs)
+
+    def statistics(self) -> dict[str, float]:
+        """Inference batching: forwards served and the mean batch size."""
+        return {"forwards": self.inference.forwards,
+                "batch": self.inference.requests / max(1, self.inference.forwards)}
+
+    def set_mdp(self, mdp_config: Mapping[str, Any]) -> None:
+        """Rebuild the environments from another ``mdp`` section whose players have the same spaces (evolve.py
+        children that differ in MDP settings): running episodes and partial segments are discarded.
+        ValueError if the spaces differ (the network would not fit)."""
+        mdps = [create_mdp(mdp_config, seed=actor_seed(self.seed, self.index, slot + 2)) for slot in range(self.envs)]
+        if [(s.observation, s.action) for s in mdps[0].describe()] != \
+                [(s.observation, s.action) for s in self.mdps[0].describe()]:
+            for mdp in mdps:
+                mdp.close()
+            raise ValueError("the new mdp section changes the players' spaces: restart the actor instead")
+        self._stop_slots()
+        for mdp in (*self.mdps, *self.eval_mdps):
+            mdp.close()
+        self.mdp_config, self.mdps, self.eval_mdps = mdp_config, mdps, []
+        self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.team)]
+        self.results, self.steps, self.failure, self.counted = [], 0, None, {}
+
+    def _stop_slots(self) -> None:
+        """Cancel the environments' tasks (not while ``sample`` runs)."""
+        cancel_tasks(self.loop)
+        self.tasks = []
+
+    def close(self) -> None:
+        """Stop the environments' tasks and close the environments (not while ``sample`` runs)."""
+        self._stop_slots()
+        cancel_tasks(self.eval_loop)
+        self.loop.close()
+        self.eval_loop.close()
+        for mdp in (*self.mdps, *self.eval_mdps):
+            mdp.close()

@@ -1,0 +1,205 @@
+"""Batched inference for asyncio players: every waiting player's observation goes into ONE forward per policy."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+import torch
+
+from ...model import ActorCritic
+from ...model.stacked import StackedPolicies
+
+IDLE_YIELDS = 3  # loop turns without a new request before a partial batch is served
+
+Answer = tuple[Any, float, float]  # (action, log-probability, value)
+
+
+class Server(Protocol):
+    def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:
+        """Answers for ``(observation, tag)`` items, in order, from one forward."""
+
+
+class Policy:
+    """A model used for acting: stochastic (drawing from ``generator``) or deterministic (evaluation)."""
+
+    def __init__(self, model: ActorCritic, deterministic: bool = False, generator: torch.Generator | None = None
+                 ) -> None:
+        self.model, self.deterministic, self.generator = model, deterministic, generator
+
+    def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:
+        batch = torch.from_numpy(np.stack([observation for observation, _ in items]))
+        actions, log_probs, values = self.model.act(batch, self.deterministic, self.generator)
+        return list(zip(actions.numpy(), log_probs.tolist(), values.tolist()))
+
+
+class RecurrentPolicy(Policy):
+    """A recurrent model used for acting: an item's tag names its memory (an environment slot, an evaluation game),
+    whose state ``(S,)`` each forward advances. :meth:`reset` starts a memory afresh (an episode's start),
+    :meth:`forget` drops it."""
+
+    def __init__(self, model: ActorCritic, deterministic: bool = False, generator: torch.Generator | None = None
+                 ) -> None:
+        super().__init__(model, deterministic, generator)
+        self.zero = np.zeros(model.state_size, np.float32)
+        self.memories: dict[int, np.ndarray] = {}
+
+    def reset(self, tag: int) -> None:
+        self.memories[tag] = self.zero
+
+    def forget(self, tag: int) -> None:
+        self.memories.pop(tag, None)
+
+    def state(self, tag: int) -> np.ndarray:
+        """``(S,)`` the state the next forward of ``tag`` starts from."""
+        return self.memories.get(tag, self.zero)
+
+    def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:
+        batch = torch.from_numpy(np.stack([observation for observation, _ in items]))
+        states = torch.from_numpy(np.stack([self.state(tag) for _, tag in items]))
+        actions, log_probs, values, states = self.model.act_step(batch, states, self.deterministic, self.generator)
+        for (_, tag), state in zip(items, states.numpy()):
+            self.memories[tag] = state
+        return list(zip(actions.numpy(), log_probs.tolist(), values.tolist()))
+
+
+def acting_policy(model: ActorCritic, deterministic: bool = False, generator: torch.Generator | None = None
+                  ) -> Policy:
+    """The acting server of ``model``: :class:`RecurrentPolicy` when it carries a state, else :class:`Policy`."""
+    if getattr(model, "state_size", 0):
+        return RecurrentPolicy(model, deterministic, generator)
+    return Policy(model, deterministic, generator)
+
+
+class EpsilonGreedy:
+    """DQN's acting: the Q-network's greedy action, or with probability ε of the item's lane (its tag: a slot of
+    this actor) a uniform random one. Lane ``i`` of the fleet's ``G`` explores with ``ε^(1 + spread · i / (G − 1))``
+    (Ape-X, Horgan et al. 2018; spread 0: every lane ``ε``).
+
+    Args:
+        first, total: this actor's first lane in the fleet and the fleet's lane count.
+    """
+
+    def __init__(self, model: Any, epsilon: float, spread: float, first: int, total: int,
+                 random: np.random.Generator) -> None:
+        self.model, self.random = model, random
+        self.actions = int(model.action_space.n)
+        self.exponents = 1.0 + spread * np.arange(first, total) / max(1, total - 1)
+        self.set_epsilon(epsilon)
+
+    def set_epsilon(self, epsilon: float) -> None:
+        self.epsilons = float(epsilon) ** self.exponents
+
+    def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:
+        batch = torch.from_numpy(np.stack([observation for observation, _ in items]))
+        actions, log_probs, values = self.model.act(batch)
+        actions = actions.numpy()
+        slots = np.array([tag for _, tag in items])
+        explore = self.random.random(len(items)) < self.epsilons[slots]
+        actions[explore] = self.random.integers(self.actions, size=int(explore.sum()))
+        return list(zip(actions, log_probs.tolist(), values.tolist()))
+
+
+class PopulationPolicy:
+    """Many frozen policies in one forward: an item's tag is the index of the policy that acts on it."""
+
+    def __init__(self, stacked: StackedPolicies, deterministic: bool = False,
+                 generator: torch.Generator | None = None) -> None:
+        self.stacked, self.deterministic, self.generator = stacked, deterministic, generator
+
+    def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:
+        observations = torch.from_numpy(np.stack([observation for observation, _ in items]))
+        tags = torch.tensor([tag for _, tag in items])
+        actions = self.stacked.act(observations, tags, self.deterministic, self.generator).numpy()
+        return [(action, 0.0, 0.0) for action in actions]
+
+
+class BatchedInference:
+    """Collects ``act`` requests and answers them with one forward pass per server (policy).
+
+    Players ``register`` while they play. A batch is served as soon as every registered player waits;
+    otherwise (some player is blocked on something else) after the event loop has been idle for a few turns,
+    so a batch is never held back for long and no arrangement of waits can deadlock. With ``max_wait`` (seconds),
+    also once the oldest request has waited that long while new ones keep arriving (answers that stream in from a
+    network would otherwise gather into one wave that the actor and the environment process in turn).
+    """
+
+    def __init__(self, max_wait: float | None = None) -> None:
+        self.max_wait = max_wait
+        self.since = 0.0          # when the oldest waiting request came
+        self.pending: dict[int, tuple[Server, list[tuple[np.ndarray, int]], list[asyncio.Future]]] = {}
+        self.players = 0
+        self.waiting = 0
+        self.forwards = 0
+        self.requests = 0
+        self._watchdog: asyncio.Task | None = None
+        self._flush_scheduled = False
+
+    def register(self) -> None:
+        self.players += 1
+
+    def unregister(self) -> None:
+        self.players -= 1
+        if self.waiting and self.waiting >= self.players:
+            self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        # served after the tasks already scheduled in this loop turn, so they can join the batch
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    async def act(self, server: Server, observation: np.ndarray, tag: int = 0) -> Answer:
+        """(action, log-probability, value) for one observation (as converted by the model's batcher); requests
+        to the same server object share its next forward."""
+        future = asyncio.get_running_loop().create_future()
+        entry = self.pending.get(id(server))
+        if entry is None:
+            entry = self.pending[id(server)] = (server, [], [])
+        entry[1].append((observation, tag))
+        entry[2].append(future)
+        if not self.waiting:
+            self.since = asyncio.get_running_loop().time()
+        self.waiting += 1
+        if self.waiting >= self.players:
+            self._schedule_flush()
+        elif self._watchdog is None:
+            self._watchdog = asyncio.get_running_loop().create_task(self._watch())
+        return await future
+
+    async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            seen, idle = -1, 0
+            while self.waiting:
+                await asyncio.sleep(0)
+                if self.max_wait is not None and loop.time() - self.since >= self.max_wait:
+                    self.flush()
+                    continue
+                if self.waiting != seen:
+                    seen, idle = self.waiting, 0
+                    continue
+                idle += 1
+                if idle >= IDLE_YIELDS:
+                    self.flush()
+        finally:
+            self._watchdog = None
+
+    def flush(self) -> None:
+        """Serve every waiting request now (one forward per server)."""
+        self._flush_scheduled = False
+        pending, self.pending, self.waiting = self.pending, {}, 0
+        for server, items, futures in pending.values():
+            try:
+                answers = server.serve(items)
+            except Exception as error:  # noqa: BLE001 - handed to every waiting player, never lost in a callback
+                for future in futures:
+                    if not future.done():
+                        future.set_exception(error)
+                continue
+            self.forwards += 1
+            self.requests += len(futures)
+            for future, answer in zip(futures, answers):
+                if not future.done():
+                    future.set_result(answer)

@@ -1,0 +1,373 @@
+"""The Learner: owns the network and PPO, runs the Actors, streams their segments, broadcasts new weights.
+
+Data flow per iteration: Gather segments until ``train.batch`` env steps → PPO update → ``All.broadcast``
+of the new weight blob (fire-and-check: the learner does not wait). Evaluation, records and checkpoints are the
+run loop's (:mod:`.loop`).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import copy
+import dataclasses
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Protocol
+
+import numpy as np
+import torch
+
+from ... import rpc
+from ...config import lookup
+from ...config.sections import EvaluatorSettings, RemoteSettings, SampleSettings, TrainSettings
+from ...model import to_blob
+from ...rating.results import POOL, RULE, EpisodeResult
+from ...record import Progress
+from ...record.checkpoint import upgrade_checkpoint
+from ..algorithms import algorithm_of
+from ..algorithms.ppo import PPO
+from ..evaluator import Evaluator, summarize
+from ..loop import Trainer
+from ..segment import Segment
+from ..selfplay.pool import OpponentPool, PoolSettings
+from .actor import Actor
+from .update_ranks import UpdateGroup, learner_network
+
+log = logging.getLogger(__name__)
+
+
+class RemoteConnect(Protocol):
+    """How the learner reaches the remote workers of ``rl.remote.server`` (:func:`lamarckian.remote.fleet.connect`):
+    their ``All`` (``set_weights``, ``evaluate``...) and their ``Gather`` of segments; ``keep_fixed``: segments of
+    fixed-weight (ONNX) workers are learned from too (off-policy learners)."""
+
+    def __call__(self, config: Mapping[str, Any], model: torch.nn.Module, keep_fixed: bool) -> tuple[Any, Any]: ...
+
+
+class Learner(Trainer):
+    """Trains one policy with a fleet of ``sample.actors`` Ray actors, or with the remote workers of
+    ``rl.remote.server`` (run it with :class:`.loop.TrainingLoop`).
+
+    Args:
+        config: the resolved configuration.
+        connect_remote: reaches the remote workers where ``rl.remote.server`` is set (else unused).
+    """
+
+    replays = False     # segments of any age are useful (off-policy learners): remote ONNX workers' segments too
+
+    def __init__(self, config: Mapping[str, Any], connect_remote: RemoteConnect | None = None) -> None:
+        self.connect_remote = connect_remote
+        self.update_group: UpdateGroup | None = None    # train.gpus > 1: the other ranks of the update
+        self.configure(config)
+        self.version = 0
+        self.training: dict[str, float] = {}
+        self.dropped = self.replaced = 0
+        self.environment_counts: collections.Counter[str] = collections.Counter()   # segments' counters, summed
+        self.progress = Progress(False)   # replacement notices (the loop's display is on stderr too)
+        self.actors: list[Any] = []
+        self.everyone: rpc.All | None = None
+        self.gather: rpc.Gather | None = None
+        self.spawned = 0
+        self.local = bool(config["ray"]["local_mode"])
+
+    def configure(self, config: Mapping[str, Any]) -> None:
+        """(Re)build the network (initialized from ``config.seed``), PPO, the evaluator and the opponent pool from
+        ``config``; counters restart at 0. Running actors are kept: the caller sends them the new weights.
+        (evolve.py's learners call this for each individual they train.)"""
+        self.config = config
+        self.algorithm = algorithm_of(config)
+        self.model, self.seats = learner_network(config)
+        self.algorithm.check(self.model, self.seats, config)
+        opponents = self.seats > 1 and not config["rl"]["shared_seats"]     # other seats: snapshots of a pool
+        if opponents and getattr(self.model, "state_size", 0):
+            raise ValueError(f"model.recurrent={config['model']['recurrent']} trains single-player MDPs or "
+                             f"rl.shared_seats games; this one has {self.seats} seats played by opponent snapshots "
+                             "(they act in one stacked feed-forward pass)")
+        self.build_update(config)
+        self.sample = SampleSettings.from_config(config)
+        self.segments_per_poll = self.sample.actors * self.sample.credits   # at most in flight at once
+        self.remote = RemoteSettings.from_config(config).server
+        if self.remote is not None and self.connect_remote is None:
+            raise ValueError("rl.remote.server: this learner was built without a way to reach remote workers (train.py "
+                             "gives it lamarckian.remote.fleet.connect)")
+        if self.remote is not None and self.seats > 1:
+            raise ValueError(f"rl.remote.server: remote workers play single-player MDPs; mdp.create="
+                             f"{config['mdp']['create']} has {self.seats} seats")
+        self.batch_steps = TrainSettings.from_config(config).batch
+        self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
+        self.iteration = self.cost = 0
+        self.elapsed = 0.0
+        self.pool = self._initial_pool(config) if opponents else None
+        self.pool_frozen = False
+
+    def build_update(self, config: Mapping[str, Any]) -> None:
+        """The algorithm's update rule on ``self.model`` (and, PPO on several GPUs, its replicas)."""
+        self.update_rule = self.algorithm.update_rule(self.model, config)
+        gpus = TrainSettings.from_config(config).gpus
+        if gpus > 1 and not isinstance(self.update_rule, PPO):
+            raise ValueError(f"train.gpus={gpus}: rl.algorithm={self.algorithm.name} updates on one device (the "
+                             "data-parallel update is PPO's and IMPALA's)")
+        if self.update_group is not None:              # a new individual (evolve.py): the replicas follow
+            self.update_rule.ranks, self.update_group.ppo = self.update_group.ranks, self.update_rule
+            self.update_group.load(self.state_dict())
+
+    def set_lr(self, lr: float) -> None:
+        """The learning rate from now on (evolve.py's searched ``train.lr``)."""
+        self.update_rule.set_lr(lr)
+
+    @property
+    def max_staleness(self) -> int:
+        """Segments more weight versions behind than this are dropped."""
+        return self.update_rule.max_staleness
+
+    # ---- state ---------------------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Weights (normalizers included), optimizer and lr, the opponent pool, counters."""
+        return {"model": self.model.state_dict(), **self.update_rule.state_dict(),
+                "pool": self.pool.state_dict() if self.pool is not None else None, "version": self.version,
+                "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.update_rule.load_state_dict(state)
+        if self.pool is not None and state.get("pool") is not None:
+            self.pool.load_state_dict(state["pool"])
+        self.version, self.iteration, self.cost = int(state["version"]), int(state["iteration"]), int(state["cost"])
+        self.elapsed = float(state["elapsed"])
+        if self.update_group is not None:
+            self.update_group.load(state)
+
+    # ---- actors --------------------------------------------------------------------------------------------
+    def _spawn(self) -> Any:
+        """A new actor from the current weights: a Ray actor, or (``ray.local_mode``) an object in this process
+        whose RPC server runs on a thread (debuggable with breakpoints)."""
+        pool = None
+        if self.pool is not None:
+            pool = (self.pool.probabilities(), {i: s.blob for i, s in self.pool.snapshots.items()})
+        arguments = (dict(self.config), self.spawned, to_blob(self.model), self.version, pool)
+        self.spawned += 1
+        if self.local:
+            return Actor(*arguments, own_process=False)
+        import ray
+
+        return ray.remote(num_cpus=self.sample.num_cpus, max_restarts=0)(Actor).remote(*arguments)
+
+    def start_actors(self) -> None:
+        if self.remote is not None:            # workers on other machines, through the relay server
+            self.everyone, self.gather = self.connect_remote(self.config, self.model, self.replays)
+            self.segments_per_poll = RemoteSettings.from_config(self.config).batch
+            self.everyone("set_weights", self.version, to_blob(self.model))    # the workers start from these
+            return
+        settings = rpc.RpcSettings.from_config(self.config)
+        self.actors = [self._spawn() for _ in range(self.sample.actors)]
+        self.everyone = rpc.All(self.actors, settings=settings)
+        self.gather = rpc.Gather(self.everyone, credits=self.sample.credits)
+
+    def publish(self) -> None:
+        """Send the current weights and the opponent pool to every actor and wait. For a learner whose network
+        was swapped (evolve.py): the version jumps past ``rl.ppo.max_staleness``, so segments still holding steps
+        of the previous network are dropped as stale instead of being learned from."""
+        if self.everyone is None:
+            self.start_actors()
+            return
+        self.version += self.max_staleness + 1
+        blob = to_blob(self.model)
+        self.call_all(lambda: self.everyone("set_weights", self.version, blob))
+        if self.pool is not None:
+            blobs = {i: s.blob for i, s in self.pool.snapshots.items()}
+            self.call_all(lambda: self.everyone("set_pool", self.pool.probabilities(), blobs))
+
+    def play_against(self, members: Mapping[int, np.ndarray]) -> None:
+        """Self-play against a population: the opponent pool becomes exactly ``members`` (id → weight blob), drawn
+        by the configured chooser, and no snapshots of the learner are added. Call :meth:`publish` afterwards."""
+        settings = dataclasses.replace(PoolSettings.from_config(self.config), capacity=max(1, len(members)))
+        self.pool = OpponentPool(settings)
+        for member_id, blob in members.items():
+            self.pool.add(blob, self.iteration, snapshot_id=int(member_id))
+        self.pool_frozen = True
+
+    def _replace(self, error: rpc.ActorDiedError) -> None:
+        """Swap a dead actor for a fresh one that starts from the current weights."""
+        dead = self.actors.pop(error.index)
+        self.gather.remove(dead)
+        self._kill(dead)
+        replacement = self._spawn()
+        self.actors.append(replacement)
+        self.gather.add(replacement)
+        self.replaced += 1
+        self.progress.print(f"actor died ({error.actor}); replaced it ({self.replaced} so far)")
+
+    def call_all(self, action: Any) -> Any:
+        """Run ``action()`` (an All call or broadcast), replacing actors that die, until it succeeds."""
+        while True:
+            try:
+                return action()
+            except rpc.ActorDiedError as error:
+                self._replace(error)
+
+    def _kill(self, actor: Any) -> None:
+        if self.local:
+            actor.close()
+        else:
+            import ray
+
+            ray.kill(actor, no_restart=True)
+
+    def close(self) -> None:
+        if self.remote is not None and self.everyone is not None:
+            self.everyone.close()
+        if self.gather is not None:
+            try:
+                self.gather.close()
+            except rpc.RPCError as error:
+                log.warning("closing the actors: %s", error)
+        for actor in self.actors:
+            self._kill(actor)
+        self.actors = []
+        self.everyone = self.gather = None
+        if self.update_group is not None:
+            self.update_group.close()
+            self.update_group = None
+
+    # ---- training ------------------------------------------------------------------------------------------
+    def _collect(self) -> tuple[list[Segment], int, list[EpisodeResult]]:
+        """Segments worth ``train.batch`` env steps (stale ones dropped), their env steps, finished episodes."""
+        segments, steps, results = [], 0, []
+        limit = self.max_staleness
+        while steps < self.batch_steps:
+            try:
+                segment = Segment.from_wire(self.gather())
+            except rpc.ActorDiedError as error:
+                self._replace(error)
+                continue
+            steps += segment.steps
+            results.extend(segment.results)
+            self.environment_counts.update(segment.counters)
+            if self.version - segment.version > limit:
+                self.dropped += 1
+                continue
+            segments.append(segment)
+        return segments, steps, results
+
+    def step(self) -> dict[str, float]:
+        """One iteration: collect, update, broadcast. Returns its statistics."""
+        started = time.monotonic()
+        segments, steps, results = self._collect()
+        collected = time.monotonic()
+        update = self.update_group.update if self.update_group is not None else self.update_rule.update
+        stats = update(segments, self.version, self.cost) if segments else {}
+        updated = time.monotonic()
+        blob = self.advance(steps)
+        if self.pool is not None:
+            self._update_pool(results, blob)
+        training = summarize(results)
+        for kind in (RULE, POOL):
+            against = [r for r in results if r.opponent == kind]
+            if against:
+                training[f"win_{kind}"] = summarize(against)["win"]
+        if results:
+            self.training = training
+        stats.update(self.fleet_statistics())
+        stats.update({"fps/sampling": steps / max(1e-9, collected - started),
+                      "fps/learning": stats.get("samples", 0.0) / max(1e-9, updated - collected),
+                      "fps/overall": steps / max(1e-9, updated - started), "dropped": float(self.dropped),
+                      "replaced": float(self.replaced)})
+        return stats
+
+    def fleet_statistics(self) -> dict[str, float]:
+        """The environments' counters (``env/...``: a game server's lost episodes...) and the remote workers'
+        (``remote/...``)."""
+        counts = {f"env/{name}": float(value) for name, value in self.environment_counts.items()}
+        return {**counts, **self.gather.statistics()} if self.remote is not None else counts
+
+    def advance(self, steps: int) -> np.ndarray:
+        """Count one iteration of ``steps`` env steps under a new weight version and broadcast the weights (without
+        waiting); the weight blob."""
+        self.version += 1
+        self.iteration += 1
+        self.cost += steps
+        blob = to_blob(self.model)
+        self.call_all(lambda: self.everyone.broadcast("set_weights", self.version, blob))
+        return blob
+
+    # ---- self-play -----------------------------------------------------------------------------------------
+    def _initial_pool(self, config: Mapping[str, Any]) -> OpponentPool:
+        """The pool with its first opponent: the initial policy, or the weights of ``rl.opponent.pool.initial`` (a
+        checkpoint file)."""
+        pool = OpponentPool(PoolSettings.from_config(config))
+        blob = to_blob(self.model)
+        initial = lookup(config, "rl.opponent.pool.initial")
+        if initial:
+            path = Path(initial).expanduser()
+            state = upgrade_checkpoint(torch.load(path, map_location="cpu", weights_only=True), path)
+            opponent = copy.deepcopy(self.model)
+            opponent.load_state_dict(state["model"])
+            blob = to_blob(opponent)
+        pool.add(blob, iteration=0)
+        return pool
+
+    def _update_pool(self, results: list[EpisodeResult], blob: np.ndarray) -> None:
+        """Record the games against snapshots, freeze the learner when the add rule holds, send the pool."""
+        for result in results:
+            if result.opponent != POOL:
+                continue
+            if len(result.snapshots) == 1 and result.win is not None:      # two players: the game's outcome
+                self.pool.record(result.snapshots[0], result.win)
+            else:                               # N players: the learner's score against each seat's snapshot
+                for snapshot_id, score in zip(result.snapshots, result.scores):
+                    self.pool.record(snapshot_id, score)
+        added = {}
+        if not self.pool_frozen and self.pool.should_add(self.iteration):
+            snapshot = self.pool.add(blob, self.iteration)
+            added[snapshot.id] = snapshot.blob
+        probabilities = self.pool.probabilities()
+        self.call_all(lambda: self.everyone.broadcast("set_pool", probabilities, added))
+
+    # ---- the run loop's view ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Actors started (if not yet) and streaming segments while the loop runs."""
+        if self.gather is None:
+            self.start_actors()
+        if self.update_group is None and TrainSettings.from_config(self.config).gpus > 1:
+            self.update_group = UpdateGroup(self.config, self.update_rule, self.local)
+            self.update_group.load(self.state_dict())
+        with self.gather.gathering("sample"):
+            yield
+
+    def opening_line(self) -> str:
+        device = next(self.model.parameters()).device
+        if self.remote is not None:
+            return f"training from the remote workers of {self.remote}, the learner on {device}"
+        return f"training: {self.sample.actors} actors × {self.sample.envs} environments, the learner on {device}"
+
+    def evaluate(self) -> dict[str, float]:
+        """``evaluator.episodes`` deterministic episodes split over the actors against ``evaluator.opponent``."""
+        if self.evaluator.episodes <= 0:
+            return {}
+        return self.call_all(lambda: self.evaluator.evaluate(self.everyone))
+
+    def scalars(self, stats: Mapping[str, float]) -> dict[str, float]:
+        pool = self.pool.statistics() if self.pool is not None else {}
+        return {**super().scalars(stats), **pool}
+
+    def evaluation_line(self, summary: Mapping[str, float]) -> str:
+        win = summary.get("win", math.nan)
+        line = super().evaluation_line(summary)
+        return line if math.isnan(win) else f"{line}, win rate {win:.0%} vs {self.evaluator.opponent}"
+
+    def status(self, stats: Mapping[str, float]) -> dict[str, str]:
+        fields = {"return": f"{self.training.get('return', math.nan):.3g}"}
+        if "kl" in stats:                      # PPO's and IMPALA's
+            fields["kl"] = f"{stats['kl']:.3g}"
+        fields.update({"lr": f"{self.update_rule.lr:.2g}",
+                       "stale": f"{stats.get('staleness', 0.0):.2f}/{stats.get('staleness_max', 0.0):.0f}"})
+        latest = self.evaluator.latest
+        if latest.get("episodes"):
+            fields["eval"] = f"{latest['fitness']:.3g}"
+            if not math.isnan(latest.get("win", math.nan)):
+                fields["win"] = f"{latest['win']:.0%}"
+        return fields

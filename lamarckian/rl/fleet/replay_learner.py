@@ -1,0 +1,162 @@
+"""The off-policy learner on the actor fleet (DQN, SAC): the actors' segments fill a replay buffer, the learner
+makes ``train.replay.ratio`` gradient updates per env step from it and broadcasts the new weights (and DQN's ε).
+
+Once ``train.replay.start`` transitions are stored the learner never waits for the actors: each iteration takes the
+segments that have arrived (none, possibly) and updates. A segment with a non-finite reward or observation is
+dropped and counted (``nonfinite``), never stored. The buffer lives in the learner, so a replaced actor loses no data;
+it is in checkpoints only with ``train.replay.checkpoint`` (a resume without it refills before updating again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any, Iterator, Mapping
+
+import torch
+
+from ... import rpc
+from ...config.sections import EpsilonSettings, ReplaySettings
+from ..algorithms.replay import ReplayBuffer
+from ..evaluator import summarize
+from ..segment import Segment
+from .learner import Learner
+
+POLL_SECONDS = 0.001   # how long an iteration listens for more segments once the buffer may be trained on
+
+
+class OffPolicyLearner(Learner):
+    """DQN (``rl.algorithm: dqn``) or SAC (``sac``) with a fleet of ``sample.actors`` Ray actors; single-player
+    MDPs, one learner process (run it with :class:`.loop.TrainingLoop`)."""
+
+    replays = True
+
+    def build_update(self, config: Mapping[str, Any]) -> None:
+        self.replay_settings = replay = ReplaySettings.from_config(config)
+        self.replay = ReplayBuffer(replay.capacity, replay.steps, config["rl"]["discount"], replay.alpha, replay.beta,
+                                   seed=config["seed"])
+        self.replay_update = self.algorithm.replay_update(self.model, config)
+        self.epsilon: EpsilonSettings | None = self.algorithm.exploration_schedule(config)   # DQN's ε
+        self.device = next(self.model.parameters()).device
+        self.owed = 0.0            # updates due but not made yet (a fraction of one)
+        self.nonfinite = 0
+
+    def set_lr(self, lr: float) -> None:
+        self.replay_update.set_lr(lr)
+
+    @property
+    def max_staleness(self) -> int:
+        return 0                    # replay keeps old data; a new network (evolve.py) starts a new buffer anyway
+
+    # ---- state ---------------------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Weights, the algorithm's state (targets, optimizers, temperature), the buffer where configured,
+        counters."""
+        replay = self.replay.state_dict() if self.replay_settings.checkpoint else None
+        return {"model": self.model.state_dict(), "algorithm": self.replay_update.state_dict(), "replay": replay,
+                "owed": self.owed, "nonfinite": self.nonfinite, "version": self.version,
+                "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.replay_update.load_state_dict(state["algorithm"])
+        if state.get("replay") is not None:
+            self.replay.load_state_dict(state["replay"])
+        self.owed, self.nonfinite = float(state["owed"]), int(state["nonfinite"])
+        self.version, self.iteration, self.cost = int(state["version"]), int(state["iteration"]), int(state["cost"])
+        self.elapsed = float(state["elapsed"])
+
+    # ---- training ------------------------------------------------------------------------------------------
+    def _receive(self) -> tuple[int, list]:
+        """Store the segments that have arrived (waiting for them while the buffer is below ``start``); their env
+        steps and finished episodes."""
+        steps, results = 0, []
+        for _ in range(self.segments_per_poll):
+            try:
+                wire = self.gather(None if len(self.replay) < self.replay_settings.start else POLL_SECONDS)
+            except TimeoutError:
+                break
+            except rpc.ActorDiedError as error:
+                self._replace(error)
+                continue
+            segment = Segment.from_wire(wire)
+            steps += segment.steps
+            results.extend(segment.results)
+            self.environment_counts.update(segment.counters)
+            if segment.next_observations is None:
+                raise ValueError(f"actor {self.gather.last_index} sent a segment without next_observations")
+            if not segment.finite():
+                self.nonfinite += 1
+                continue
+            self.replay.add_segment(segment.observations, segment.actions, segment.rewards, segment.dones,
+                                    segment.truncated, segment.next_observations)
+        return steps, results
+
+    def _updates_due(self, steps: int) -> int:
+        """``ratio × steps`` updates (fractions carried over); one when nothing arrived (the learner never idles);
+        none while the buffer is below ``start``."""
+        if len(self.replay) < self.replay_settings.start:
+            return 0
+        self.owed += self.replay_settings.ratio * steps
+        due = int(self.owed)
+        self.owed -= due
+        return max(1, due)
+
+    def _train(self, updates: int) -> dict[str, float]:
+        """``updates`` gradient steps on batches drawn from the buffer (priorities renewed); their mean statistics."""
+        totals: dict[str, torch.Tensor] = {}
+        counts: dict[str, int] = {}
+        for _ in range(updates):
+            batch, slots, weights = self.replay.sample(self.replay_settings.batch)
+            tensors = {name: torch.from_numpy(array).to(self.device) for name, array in batch.items()}
+            errors, stats = self.replay_update.update(tensors, torch.from_numpy(weights).to(self.device))
+            if self.replay.tree is not None:
+                self.replay.update_priorities(slots, errors.cpu().numpy())
+            for name, value in stats.items():       # some statistics are not every update's (SAC's policy delay)
+                totals[name] = totals[name] + value if name in totals else value
+                counts[name] = counts.get(name, 0) + 1
+        return {name: float(total) / counts[name] for name, total in totals.items()}
+
+    def step(self) -> dict[str, float]:
+        """One iteration: store what arrived, update, broadcast weights (and ε). Returns its statistics."""
+        started = time.monotonic()
+        steps, results = self._receive()
+        received = time.monotonic()
+        updates = self._updates_due(steps)
+        stats = self._train(updates) if updates else {}
+        updated = time.monotonic()
+        self.advance(steps)
+        if self.epsilon is not None:
+            epsilon = self.epsilon.at(self.cost)
+            self.call_all(lambda: self.everyone.broadcast("set_exploration", epsilon))
+            stats["epsilon"] = epsilon
+        if results:
+            self.training = summarize(results)
+        stats.update(self.fleet_statistics())
+        stats.update({"updates": float(updates), "replay": float(len(self.replay)), "nonfinite": float(self.nonfinite),
+                      "replaced": float(self.replaced), "fps/sampling": steps / max(1e-9, received - started),
+                      "fps/learning": updates * self.replay_settings.batch / max(1e-9, updated - received),
+                      "fps/overall": steps / max(1e-9, updated - started)})
+        return stats
+
+    # ---- the run loop's view ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Actors started (if not yet) and streaming segments while the loop runs."""
+        if self.gather is None:
+            self.start_actors()
+        with self.gather.gathering("sample"):
+            yield
+
+    def opening_line(self) -> str:
+        return f"{super().opening_line()}; {self.algorithm.name} from a replay of " \
+               f"{self.replay_settings.capacity} transitions"
+
+    def status(self, stats: Mapping[str, float]) -> dict[str, str]:
+        fields = {"return": f"{self.training.get('return', float('nan')):.3g}", "replay": str(len(self.replay)),
+                  "loss": f"{stats.get('loss', float('nan')):.3g}"}
+        if "epsilon" in stats:
+            fields["eps"] = f"{stats['epsilon']:.2f}"
+        if self.evaluator.latest.get("episodes"):
+            fields["eval"] = f"{self.evaluator.latest['fitness']:.3g}"
+        return fields

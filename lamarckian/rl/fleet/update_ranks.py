@@ -1,0 +1,148 @@
+"""The actor-fleet learner's update on several GPUs (``train.gpus: N``): ranks 1 … N−1 are Ray actors, one GPU each
+(CPU processes where ``train.device`` is cpu), holding replicas of the network and of PPO. Every update the learner
+(rank 0) sends them the batch; each takes its share of the lanes and all take the data-parallel step of
+:mod:`.distributed` (the step one process would take on the whole batch), so the replicas stay equal to the learner's
+network. The actors that sample are unchanged: they act on CPUs anywhere in the cluster.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from ... import rpc
+from ...cli import configure_process
+from ...config.sections import TrainSettings
+from ...mdp import create_mdp
+from ...model import to_blob
+from ...model.network import seeded
+from ..algorithms import build_model
+from ..algorithms.ppo import PPO, PPOSettings
+from ..distributed import Ranks
+from ..segment import ARRAYS, Segment
+
+
+def split_lanes(segments: Sequence[Segment], parts: int) -> list[Segment]:
+    """The segments (``[T, L_i]`` each, one ``T``) joined along the lanes and cut into ``parts`` equal shares, rank
+    ``r`` the ``r``-th (lanes beyond a multiple of ``parts`` are left out); each share's version is the oldest."""
+    joined = {name: np.concatenate([getattr(segment, name) for segment in segments], axis=1) for name in ARRAYS}
+    lanes = joined["rewards"].shape[1] // parts
+    if lanes < 1:
+        raise ValueError(f"a batch of {joined['rewards'].shape[1]} lanes cannot be shared by {parts} ranks")
+    version = min(segment.version for segment in segments)
+    return [Segment(**{name: array[:, part * lanes:(part + 1) * lanes] for name, array in joined.items()},
+                    version=version, steps=0) for part in range(parts)]
+
+
+def learner_device(config: Mapping[str, Any]) -> torch.device:
+    """Where the learner's network and update live (``train.device``; auto: the GPU where there is one). The actors
+    always act on CPUs."""
+    device = TrainSettings.from_config(config).device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"train.device={device}: no CUDA device here (use auto or cpu)")
+    return torch.device(device)
+
+
+def learner_network(config: Mapping[str, Any]) -> tuple[torch.nn.Module, int]:
+    """The learner's network, initialized from ``config.seed``, on ``train.device``; and the MDP's seat count."""
+    probe = create_mdp(config["mdp"], seed=config["seed"])
+    try:
+        with seeded(config["seed"]):
+            return build_model(probe, config).to(learner_device(config)), len(probe)
+    finally:
+        probe.close()
+
+
+@rpc.all
+class UpdateRank:
+    """Rank ``rank`` of the learner's update (a Ray actor).
+
+    Args:
+        config: the run's configuration (the replica is built from it as the learner builds its network).
+        rank, size: this rank and the number of ranks (the learner is rank 0).
+        address: the learner's ``tcp://host:port`` for the group's rendezvous.
+    """
+
+    def __init__(self, config: Mapping[str, Any], rank: int, size: int, address: str) -> None:
+        configure_process(config)
+        self.rank = rank
+        self.model, _ = learner_network(config)
+        ranks = Ranks(rank, size, address=address, own_gpu=True)
+        ranks.join(ranks.backend(next(self.model.parameters()).device.type),
+                   TrainSettings.from_config(config).rank_timeout)
+        self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"], ranks=ranks)
+
+    def update(self, shares: list[Mapping[str, Any]], version: int, cost: int, lr: float) -> None:
+        """This rank's share of the step the learner takes now (at the learner's learning rate)."""
+        self.ppo.set_lr(lr)
+        self.ppo.update([Segment.from_wire(shares[self.rank])], version, cost)
+
+    def load(self, state: Mapping[str, Any]) -> None:
+        """The learner's weights and optimizer state (after a resume or a new individual)."""
+        self.model.load_state_dict(state["model"])
+        self.ppo.load_state_dict(state)
+
+    def weights(self) -> np.ndarray:
+        """The replica's weights as a blob."""
+        return to_blob(self.model)
+
+
+class UpdateGroup:
+    """The learner's side: it joins the group as rank 0 and drives the other ranks.
+
+    Args:
+        config: the run's configuration (``train.gpus`` ranks in all).
+        ppo: the learner's PPO (its network is rank 0's replica; it becomes data-parallel).
+        local: the other ranks are objects of this process (``--debug``): refused, a rank is a process.
+    """
+
+    def __init__(self, config: Mapping[str, Any], ppo: PPO, local: bool) -> None:
+        import ray
+
+        size = TrainSettings.from_config(config).gpus
+        if local:
+            raise ValueError(f"train.gpus={size} needs Ray processes (each update rank is one); --debug runs in one")
+        device = next(ppo.model.parameters()).device
+        host = ray.util.get_node_ip_address()
+        with socket.socket() as probe:
+            probe.bind((host, 0))
+            address = f"tcp://{host}:{probe.getsockname()[1]}"
+        remote = ray.remote(num_cpus=1, num_gpus=1 if device.type == "cuda" else 0, max_restarts=0)(UpdateRank)
+        self.handles = [remote.remote(dict(config), rank, size, address) for rank in range(1, size)]
+        self.ranks = Ranks(0, size, address=address, own_gpu=True)
+        self.ranks.join(self.ranks.backend(device.type), TrainSettings.from_config(config).rank_timeout)
+        self.ranks.sync_parameters(ppo.model)             # as every replica's PPO does on construction
+        ppo.ranks = self.ranks
+        self.ppo = ppo
+        self.others = rpc.All(self.handles, settings=rpc.RpcSettings.from_config(config))
+
+    def load(self, state: Mapping[str, Any]) -> None:
+        """Give every replica the learner's state."""
+        self.others("load", {key: state[key] for key in ("model", "optimizer", "lr", "ppo_generator")})
+
+    def update(self, segments: Sequence[Segment], version: int, cost: int) -> dict[str, float]:
+        """The data-parallel step on ``segments``: the others' shares sent, rank 0's taken here; its statistics."""
+        shares = split_lanes(segments, self.ranks.size)
+        self.others.broadcast("update", [share.to_wire() for share in shares], version, cost, self.ppo.lr)
+        stats = self.ppo.update([shares[0]], version, cost)
+        self.others.wait()
+        return stats
+
+    def weights(self) -> list[np.ndarray]:
+        """Every other replica's weights (to check they equal the learner's)."""
+        return self.others("weights")
+
+    def close(self) -> None:
+        import ray
+        import torch.distributed as dist
+
+        self.others.close()
+        for handle in self.handles:
+            ray.kill(handle)
+        if dist.is_initialized():
+            dist.destroy_process_group()

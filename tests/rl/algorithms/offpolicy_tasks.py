@@ -1,0 +1,30 @@
+"""Environments for the off-policy learner's tests: a walk whose environment breaks now and then (NaN rewards)."""
+
+from __future__ import annotations
+
+from lamarckian.mdp.base import Episode
+
+from ...plugins.tasks import Walk, WalkController
+
+
+class BrokenWalkController(WalkController):
+    """The walk of :class:`Walk`, but its reward is NaN at the first step of every ``every``-th episode."""
+
+    def __init__(self, goal: int, limit: int, broken: bool) -> None:
+        super().__init__(goal, limit)
+        self.broken = broken
+
+    def get_reward(self) -> float:
+        return float("nan") if self.broken and self.steps == 1 else self.reward
+
+
+class BrokenWalk(Walk):
+    """``mdp.kwargs``: ``goal``, ``limit``, ``every`` (one episode in ``every`` has a NaN reward)."""
+
+    def __init__(self, goal: int = 4, limit: int = 10, every: int = 3, seed: int | None = None) -> None:
+        super().__init__(goal, limit, seed)
+        self.every, self.episodes = every, 0
+
+    def reset(self, *players: int) -> Episode:
+        self.episodes += 1
+        return Episode([BrokenWalkController(self.goal, self.limit, self.episodes % self.every == 0)], [])

@@ -1,0 +1,128 @@
+"""PPO pieces against straightforward references: GAE, V-trace weights, bootstrapping, the clipped loss."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+import torch
+
+from lamarckian.model import ActorCritic, ModelSettings
+from lamarckian.rl.algorithms.ppo import PPO, PPOSettings, ppo_loss, vtrace_advantages, vtrace_policy_advantages
+from lamarckian.rl.segment import Segment
+
+
+def reference_gae(rewards, values, dones, discount, lam):
+    """Textbook GAE, one lane, written as plainly as possible."""
+    steps = len(rewards)
+    advantages = np.zeros(steps)
+    running = 0.0
+    for t in reversed(range(steps)):
+        next_value = 0.0 if dones[t] else values[t + 1]
+        delta = rewards[t] + discount * next_value - values[t]
+        running = delta + discount * lam * (0.0 if dones[t] else running)
+        advantages[t] = running
+    return advantages
+
+
+def test_on_policy_vtrace_is_gae():
+    random = np.random.default_rng(0)
+    steps, lanes = 50, 3
+    rewards = random.normal(size=(steps, lanes))
+    values = random.normal(size=(steps + 1, lanes))
+    dones = random.random((steps, lanes)) < 0.1
+    zeros = torch.zeros(steps, lanes)
+    advantages, targets = vtrace_advantages(torch.tensor(rewards), torch.tensor(values), torch.tensor(dones),
+                                            zeros, zeros, torch.ones(steps, lanes), 0.97, 0.9, 1.0)
+    for lane in range(lanes):
+        expected = reference_gae(rewards[:, lane], values[:, lane], dones[:, lane], 0.97, 0.9)
+        assert np.allclose(advantages[:, lane].numpy(), expected, atol=1e-6)
+    assert torch.allclose(targets, advantages + torch.tensor(values[:-1]))
+
+
+def test_truncation_bootstraps_from_the_final_value():
+    rewards = torch.tensor([[1.0], [1.0]])
+    values = torch.tensor([[0.0], [0.0], [5.0]])
+    dones = torch.tensor([[True], [False]])
+    truncated = torch.tensor([[1.0], [0.0]])
+    final_values = torch.tensor([[10.0], [0.0]])
+    advantages, _ = vtrace_advantages(rewards, values, dones, truncated, final_values, torch.ones(2, 1), 0.5, 1.0, 1.0)
+    assert advantages[0, 0] == pytest.approx(1.0 + 0.5 * 10.0)  # cut by time: bootstrapped, not zero
+    assert advantages[1, 0] == pytest.approx(1.0 + 0.5 * 5.0)
+
+
+def test_stale_steps_are_weighted_and_traces_cut():
+    rewards = torch.ones(3, 1)
+    values = torch.zeros(4, 1)
+    no = torch.zeros(3, 1)
+    ratios = torch.tensor([[0.5], [2.0], [1.0]])
+    advantages, _ = vtrace_advantages(rewards, values, no.bool(), no, no, ratios, 1.0, 1.0, 1.0)
+    # deltas weighted by min(1, ratio): [0.5, 1, 1]; traces λ·min(1, ratio): [0.5, 1, 1]
+    assert advantages[:, 0].tolist() == pytest.approx([0.5 + 0.5 * 2.0, 2.0, 1.0])
+
+
+def test_clipped_surrogate_ignores_pushes_beyond_the_clip():
+    model = ActorCritic(gymnasium.spaces.Box(-1, 1, (2,), np.float32), gymnasium.spaces.Discrete(2),
+                        ModelSettings.defaults(hidden=(8,), normalize_observation=False))
+    observation = torch.randn(4, 2)
+    distribution, value = model(observation)
+    actions = torch.tensor([0, 1, 0, 1])
+    log_probs = model.log_prob(distribution, actions).detach()
+    batch = {"observations": observation, "actions": actions, "log_probs": log_probs - 1.0,  # ratio e > 1 + clip
+             "advantages": torch.ones(4), "targets": value.detach(), "old_values": value.detach()}
+    settings = PPOSettings.defaults(entropy=0.0, normalize_advantage=False)
+    loss, stats = ppo_loss(model, batch, settings)
+    loss.backward()
+    assert stats["clip_fraction"] == 1.0
+    assert all(p.grad is None or torch.count_nonzero(p.grad) == 0 for p in model.policy_head.parameters())
+
+
+def test_impala_policy_advantages_by_hand():
+    rewards = torch.tensor([[1.0], [0.0], [2.0], [0.5]])
+    values = torch.tensor([[0.5], [0.2], [0.1], [0.4], [0.3]])          # T + 1 rows: the last bootstraps
+    targets = torch.tensor([[0.7], [0.9], [0.6], [0.8]])                 # V-trace targets v_t
+    dones = torch.tensor([[False], [True], [True], [False]])
+    truncated = torch.tensor([[0.0], [0.0], [1.0], [0.0]])               # step 2 was cut by a time limit
+    final_values = torch.tensor([[0.0], [0.0], [1.5], [0.0]])
+    advantages = vtrace_policy_advantages(rewards, values, targets, dones, truncated, final_values, 0.9)
+    expected = [1.0 + 0.9 * 0.9 - 0.5,     # r_0 + γ v_1 − V(x_0)
+                0.0 - 0.2,                 # terminated: nothing to bootstrap
+                2.0 + 0.9 * 1.5 - 0.1,     # cut by the time limit: its last observation's value
+                0.5 + 0.9 * 0.3 - 0.4]     # the segment's end: the bootstrap value
+    assert advantages[:, 0].tolist() == pytest.approx(expected)
+
+
+def bandit_segment(model: ActorCritic, steps: int, lanes: int) -> Segment:
+    """One-step episodes ``[steps, lanes]`` of a two-armed bandit played by ``model``: action 1 pays 1, action 0
+    pays 0 (the observation is always 0)."""
+    observations = np.zeros((steps, lanes, 1), np.float32)
+    actions, log_probs, _ = model.act(torch.from_numpy(observations.reshape(-1, 1)))
+    actions = actions.numpy().reshape(steps, lanes)
+    return Segment(observations=observations, actions=actions, log_probs=log_probs.numpy().reshape(steps, lanes),
+                   values=np.zeros((steps + 1, lanes), np.float32), rewards=actions.astype(np.float32),
+                   dones=np.ones((steps, lanes), bool), truncated=np.zeros((steps, lanes), bool),
+                   final_values=np.zeros((steps, lanes), np.float32), version=0)
+
+
+@pytest.mark.parametrize("objective", ["clip", "vtrace"])
+def test_update_improves_a_bandit(objective):
+    """Action 1 pays 1, action 0 pays 0: a few updates make action 1 likely (PPO's and IMPALA's objectives)."""
+    space = gymnasium.spaces.Box(-1, 1, (1,), np.float32)
+    model = ActorCritic(space, gymnasium.spaces.Discrete(2), ModelSettings.defaults(hidden=(8,)))
+    ppo = PPO(model, PPOSettings.defaults(lr=0.01, epochs=4, minibatches=2, objective=objective))
+    for _ in range(20):
+        stats = ppo.update([bandit_segment(model, 16, 8)], version=0, cost=0)
+    probability = model(torch.zeros(1, 1))[0].probs[0, 1].item()
+    assert probability > 0.9 and stats["samples"] == 128
+
+
+def test_adaptive_and_linear_learning_rates():
+    with pytest.raises(ValueError, match="lr_schedule"):
+        PPOSettings.defaults(lr_schedule="cosine")
+    model = ActorCritic(gymnasium.spaces.Box(-1, 1, (1,), np.float32), gymnasium.spaces.Discrete(2))
+    ppo = PPO(model, PPOSettings.defaults(lr=1.0, lr_schedule="linear", lr_horizon=100.0))
+    segment = Segment(observations=np.zeros((2, 2, 1), np.float32), actions=np.zeros((2, 2), np.int64),
+                      log_probs=np.full((2, 2), np.log(0.5), np.float32), values=np.zeros((3, 2), np.float32),
+                      rewards=np.zeros((2, 2), np.float32), dones=np.zeros((2, 2), bool),
+                      truncated=np.zeros((2, 2), bool), final_values=np.zeros((2, 2), np.float32), version=0)
+    assert ppo.update([segment], 0, cost=75)["lr"] == pytest.approx(0.25)
