@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from .cli import OneLineParser, start_ray
 from .config import ConfigError, load
@@ -126,65 +126,76 @@ def evaluate_vec(config, arguments: argparse.Namespace, folders: Sequence[Path],
 def film(config, arguments: argparse.Namespace) -> int:
     """``--video``: one game of the newest checkpoint against the newest opponent checkpoint (or the initial
     policy), filmed. ValueError / RuntimeError with one line for a bad path, missing checkpoints or no OpenGL."""
-
-    from .model.network import seeded
-    from .rating.video import record_mdp_episode, record_ring_match, video_pair
     from .record.video import check_video_path
 
     check_video_path(arguments.video)
-    if config["mdp"]["create"] == "vec":
-        if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
-            os.environ["MUJOCO_GL"] = "egl"                   # before MuJoCo is imported: no display here
-        from .mdp.vec import create_vec_task
-        from .mdp.vec.render import import_mujoco_renderer
-        from .model.stacked import StackedPolicies
-        from .rl.vec.learner import vec_model
-
-        import_mujoco_renderer()                              # the GL back end is checked before the physics
-        task = create_vec_task({**config["mdp"]["vec"], "num_envs": 1, "play_to_end": True}, seed=config["seed"])
-        try:
-            def fresh():
-                with seeded(config["seed"]):                  # the network as the run initialized it
-                    return vec_model(task, config["model"])
-
-            player, opponent = video_pair(arguments.checkpoints, arguments.opponents, fresh(), fresh)
-            stacked = StackedPolicies(fresh(), [player.blob, opponent.blob], task.device)
-            summary = record_ring_match(task, stacked, [0] + [1] * (task.num_agents - 1),
-                                        [player.name] + [opponent.name] * (task.num_agents - 1), arguments.video,
-                                        arguments.size, arguments.fps)
-        finally:
-            task.close()
-    else:
-        from .mdp import create_mdp
-        from .model import load_blob
-        from .rl.algorithms import build_model
-
-        mdp_config = dict(config["mdp"])
-        if mdp_config["create"] == "gym":
-            mdp_config["gym"] = {**mdp_config["gym"], "kwargs": {**mdp_config["gym"]["kwargs"],
-                                                                 "render_mode": "rgb_array"}}
-        mdp = create_mdp(mdp_config, seed=config["seed"])
-        try:
-            def fresh():
-                with seeded(config["seed"]):
-                    return build_model(mdp, config)
-
-            player, opponent = video_pair(arguments.checkpoints, arguments.opponents, fresh(), fresh)
-            models = []
-            for blob in [player.blob] + [opponent.blob] * (len(mdp) - 1):
-                model = fresh()
-                load_blob(model, blob)
-                models.append(model.eval())
-            summary = record_mdp_episode(mdp, models, [player.name] + [opponent.name] * (len(mdp) - 1),
-                                         arguments.video, arguments.fps)
-        finally:
-            mdp.close()
+    film_game = film_ring_match if config["mdp"]["create"] == "vec" else film_mdp_episode
+    summary, player, opponent = film_game(config, arguments)
     print(f"wrote {arguments.video}: {summary['frames']} frames, a game of {summary['steps']} steps "
           f"({player.name} against {opponent.name})", file=sys.stderr)
     if summary["dropped"]:
         print(f"the GIF holds the game's first {summary['frames']} frames ({summary['dropped']} more left out); an .mp4 "
               "holds the whole game", file=sys.stderr)
     return 0
+
+
+def film_ring_match(config, arguments: argparse.Namespace) -> tuple[dict, Any, Any]:
+    """A vectorized ring task's game (one environment), rendered by MuJoCo; the summary, player and opponent."""
+    if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
+        os.environ["MUJOCO_GL"] = "egl"                   # before MuJoCo is imported: no display here
+    from .mdp.vec import create_vec_task
+    from .mdp.vec.render import import_mujoco_renderer
+    from .model.network import seeded
+    from .model.stacked import StackedPolicies
+    from .rating.video import record_ring_match, video_pair
+    from .rl.vec.learner import vec_model
+
+    import_mujoco_renderer()                              # the GL back end is checked before the physics
+    task = create_vec_task({**config["mdp"]["vec"], "num_envs": 1, "play_to_end": True}, seed=config["seed"])
+    try:
+        def fresh():
+            with seeded(config["seed"]):                  # the network as the run initialized it
+                return vec_model(task, config["model"])
+
+        player, opponent = video_pair(arguments.checkpoints, arguments.opponents, fresh(), fresh)
+        stacked = StackedPolicies(fresh(), [player.blob, opponent.blob], task.device)
+        others = task.num_agents - 1
+        summary = record_ring_match(task, stacked, [0] + [1] * others, [player.name] + [opponent.name] * others,
+                                    arguments.video, arguments.size, arguments.fps)
+    finally:
+        task.close()
+    return summary, player, opponent
+
+
+def film_mdp_episode(config, arguments: argparse.Namespace) -> tuple[dict, Any, Any]:
+    """An MDP's episode (its frames: Pong, Coins, a gymnasium environment's rgb_array); the summary, player and
+    opponent."""
+    from .mdp import create_mdp
+    from .model import load_blob
+    from .model.network import seeded
+    from .rating.video import record_mdp_episode, video_pair
+    from .rl.algorithms import build_model
+
+    mdp_config = dict(config["mdp"])
+    if mdp_config["create"] == "gym":
+        mdp_config["gym"] = {**mdp_config["gym"], "kwargs": {**mdp_config["gym"]["kwargs"], "render_mode": "rgb_array"}}
+    mdp = create_mdp(mdp_config, seed=config["seed"])
+    try:
+        def fresh():
+            with seeded(config["seed"]):
+                return build_model(mdp, config)
+
+        player, opponent = video_pair(arguments.checkpoints, arguments.opponents, fresh(), fresh)
+        models = []
+        for blob in [player.blob] + [opponent.blob] * (len(mdp) - 1):
+            model = fresh()
+            load_blob(model, blob)
+            models.append(model.eval())
+        summary = record_mdp_episode(mdp, models, [player.name] + [opponent.name] * (len(mdp) - 1),
+                                     arguments.video, arguments.fps)
+    finally:
+        mdp.close()
+    return summary, player, opponent
 
 
 if __name__ == "__main__":

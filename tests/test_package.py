@@ -45,17 +45,20 @@ def run(python: Path, *arguments: str, cwd: Path) -> subprocess.CompletedProcess
 
 def test_the_wheel_runs_from_another_directory(installed, tmp_path):
     where = run(installed, "-c", "import lamarckian; print(lamarckian.__file__)", cwd=tmp_path)
-    assert where.returncode == 0 and str(installed.parents[1]) in where.stdout, where.stdout + where.stderr
+    assert where.returncode == 0, where.stdout + where.stderr
+    assert str(installed.parents[1]) in where.stdout, where.stdout + where.stderr
     for program in ("train", "evolve", "evaluate"):
         completed = run(installed, "-m", f"lamarckian.{program}", "--help", cwd=tmp_path)
-        assert completed.returncode == 0 and "usage:" in completed.stdout, completed.stderr[-2000:]
+        assert completed.returncode == 0, completed.stderr[-2000:]
+        assert "usage:" in completed.stdout, completed.stderr[-2000:]
 
 
 def test_the_wheel_carries_the_defaults_and_the_bundled_configs(installed, tmp_path):
     code = ("from lamarckian.config import load; c = load(['mdp/gym.yml', 'mdp/gym/cartpole.yml', 'rl/ppo.yml']); "
             "print(c['mdp']['gym']['id'], c['train']['batch'])")
     completed = run(installed, "-c", code, cwd=tmp_path)
-    assert completed.returncode == 0 and completed.stdout.split()[0] == "CartPole-v1", completed.stderr[-2000:]
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.split()[0] == "CartPole-v1", completed.stderr[-2000:]
 
 
 def test_a_users_config_folder_comes_before_the_bundled_one(installed, tmp_path):
@@ -72,5 +75,6 @@ def test_the_default_job_starts_from_the_wheel(installed, tmp_path):
     completed = run(installed, "-m", "lamarckian.train", "--debug", "-m", f"root={tmp_path / 'run'}",
                     "sample.envs=2", "train.batch=256", "evaluator.episodes=2", "evaluator.progress=false",
                     "evaluator.terminate=self.iteration >= 2", cwd=tmp_path)
-    assert completed.returncode == 0 and "holds after 2 iterations" in completed.stderr, completed.stderr[-2000:]
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "holds after 2 iterations" in completed.stderr, completed.stderr[-2000:]
     assert (tmp_path / "run" / "checkpoints").is_dir()

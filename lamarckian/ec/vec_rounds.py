@@ -30,6 +30,7 @@ from ..mdp.vec import placement
 from ..model.network import seeded
 from ..rating.tournament import Entrant, plot, write_tables
 from ..rl.loop import TrainingLoop
+from ..rl.seeds import VEC_EVALUATION_SEED_OFFSET
 from ..rl.vec.evaluation import VecEvaluation
 from ..rl.vec.learner import vec_model
 from ..rl.vec.population import LeagueSettings, VecPopulationLearner
@@ -85,7 +86,7 @@ class VecRounds:
         league = LeagueSettings.from_config(config) if self.selfplay else None
         self.learner = VecPopulationLearner(self.config, size, league)
         games = SampleSettings.from_config(config).eval
-        self.evaluation = VecEvaluation(config["mdp"]["vec"], games, ("initial",), seed=int(config["seed"]) + 1,
+        self.evaluation = VecEvaluation(config["mdp"]["vec"], games, ("initial",), seed=int(config["seed"]) + VEC_EVALUATION_SEED_OFFSET,
                                         players=size) if games > 0 else None
 
     def train_round(self, tasks: Sequence[Mapping[str, Any]],

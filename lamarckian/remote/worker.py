@@ -22,7 +22,7 @@ from ..config.sections import SampleSettings
 from ..mdp import create_mdp, wrap_controller
 from ..model.observation import ObservationBatcher
 from ..rating.results import EpisodeResult
-from ..rl.seeds import actor_seed
+from ..rl.seeds import FIRST_ENVIRONMENT_SLOT, actor_seed
 from ..rl.segment import Lane, stack_lanes
 from .client import Client
 
@@ -66,7 +66,7 @@ class OnnxRollout:
             raise ValueError(f"--onnx {path}: outputs {outputs}, expected [action, policy_action] (export.py --onnx)")
         sample = SampleSettings.from_config(config)
         self.truncation, self.mdp_config = sample.truncation, config["mdp"]
-        self.mdps = [create_mdp(config["mdp"], seed=actor_seed(config["seed"], index, slot + 2))
+        self.mdps = [create_mdp(config["mdp"], seed=actor_seed(config["seed"], index, FIRST_ENVIRONMENT_SLOT + slot))
                      for slot in range(sample.envs)]
         self.batcher = ObservationBatcher(self.mdps[0].describe()[0].observation)
         self.lanes = [Lane(keep_next=True) for _ in self.mdps]

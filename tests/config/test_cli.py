@@ -35,7 +35,8 @@ def test_misuse_exits_2_with_one_line(tmp_path, capsys, monkeypatch, arguments, 
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
     assert code == 2, captured.err
-    assert len(lines) == 1 and expected in lines[0], captured.err
+    assert len(lines) == 1, captured.err
+    assert expected in lines[0], captured.err
     assert not root.exists()
     assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized()     # nothing was started
 
@@ -43,7 +44,8 @@ def test_misuse_exits_2_with_one_line(tmp_path, capsys, monkeypatch, arguments, 
 def test_the_script_at_the_root_is_the_same_program(tmp_path):
     completed = subprocess.run([sys.executable, str(REPOSITORY / "train.py"), "-m", f"root={tmp_path}/run",
                                 "train.lrr=0.1"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert completed.returncode == 2 and "did you mean train.lr?" in completed.stderr
+    assert completed.returncode == 2
+    assert "did you mean train.lr?" in completed.stderr
 
 
 @pytest.mark.parametrize("files, change, message", [
@@ -54,4 +56,6 @@ def test_the_script_at_the_root_is_the_same_program(tmp_path):
 def test_a_setting_the_trainer_would_ignore_is_refused(tmp_path, capsys, files, change, message):
     assert main(["-c", *files, "-m", change, f"root={tmp_path}/run"]) == 2
     error = capsys.readouterr().err
-    assert message in error and len(error.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+    assert message in error
+    assert len(error.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()

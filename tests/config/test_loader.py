@@ -22,14 +22,16 @@ def write(path: Path, text: str) -> str:
 def test_defaults_load_and_resolve_references():
     config = load()
     assert config["evaluator"]["episodes"] == config["sample"]["eval"]  # ${sample.eval} keeps the int type
-    assert config["root"].endswith("/model/lamarckian/pong") and "~" not in config["root"]
+    assert config["root"].endswith("/model/lamarckian/pong")
+    assert "~" not in config["root"]
 
 
 def test_files_merge_in_order_dicts_merge_lists_replace(tmp_path):
     first = write(tmp_path / "a.yml", "train: {lr: 0.1, batch: 64}\nmodel: {hidden: [8, 8, 8]}\n")
     second = write(tmp_path / "b.yml", "train: {lr: 0.2}\nmodel: {hidden: [4]}\n")
     config = load([first, second])
-    assert config["train"]["lr"] == 0.2 and config["train"]["batch"] == 64
+    assert config["train"]["lr"] == 0.2
+    assert config["train"]["batch"] == 64
     assert config["model"]["hidden"] == [4]
 
 
@@ -55,14 +57,16 @@ def test_extend_cycle_is_an_error(tmp_path):
 
 def test_paths_fall_back_to_the_config_folder():
     config = load(["mdp/gym.yml", "mdp/gym/pendulum.yml", "rl/ppo.yml"])
-    assert config["mdp"]["create"] == "gym" and config["mdp"]["gym"]["id"] == "Pendulum-v1"
+    assert config["mdp"]["create"] == "gym"
+    assert config["mdp"]["gym"]["id"] == "Pendulum-v1"
     assert config["root"].endswith("gym/Pendulum-v1")
 
 
 def test_modifications_are_yaml_and_empty_deletes():
     config = load([], ["train.lr=1e-3", "model.hidden=[32,16]", "evaluator.terminate=self.cost>100000000",
                        "mdp.gym.kwargs.render_mode=rgb_array", "ray.address="])
-    assert config["train"]["lr"] == pytest.approx(1e-3) and isinstance(config["train"]["lr"], float)
+    assert config["train"]["lr"] == pytest.approx(1e-3)
+    assert isinstance(config["train"]["lr"], float)
     assert config["model"]["hidden"] == [32, 16]
     assert config["evaluator"]["terminate"] == "self.cost>100000000"
     assert config["mdp"]["gym"]["kwargs"] == {"render_mode": "rgb_array"}  # an open mapping takes any key
@@ -83,7 +87,9 @@ def test_unknown_key_names_the_file_and_suggests(tmp_path):
     with pytest.raises(ConfigError) as error:
         load([bad])
     message = str(error.value)
-    assert "train.lrr" in message and str(tmp_path / "bad.yml") in message and "did you mean train.lr" in message
+    assert "train.lrr" in message
+    assert str(tmp_path / "bad.yml") in message
+    assert "did you mean train.lr" in message
 
 
 def test_wrong_type_names_key_and_file(tmp_path):
@@ -125,12 +131,14 @@ def test_docs_list_every_key():
 def test_ci_runs_the_readme_test_command():
     readme = (REPOSITORY / "README.md").read_text()
     command = (REPOSITORY / ".ci" / "run").read_text().strip().splitlines()[-1]
-    assert command in readme and "pytest" in command
+    assert command in readme
+    assert "pytest" in command
 
 
 def test_some_keys_take_one_value_per_device_type():
     config = load([], ["rl.ppo.minibatches={cpu: 4, cuda: 16}", "mdp.vec.num_envs=32"])
-    assert config["rl"]["ppo"]["minibatches"] == {"cpu": 4, "cuda": 16} and config["mdp"]["vec"]["num_envs"] == 32
+    assert config["rl"]["ppo"]["minibatches"] == {"cpu": 4, "cuda": 16}
+    assert config["mdp"]["vec"]["num_envs"] == 32
     for change, message in (("train.lr={cpu: 0.1}", "train.lr"), ("rl.ppo.minibatches={gpu: 2}", "expected int"),
                             ("rl.ppo.minibatches={cpu: 2.5}", "expected int")):
         with pytest.raises(ConfigError, match=re.escape(message)):

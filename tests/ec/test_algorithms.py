@@ -40,13 +40,18 @@ def test_pbt_truncation_copies_the_top_and_perturbs():
     pbt.tell(again, report(-1.0, "learned-by-0"))  # still the worst: exploits now
     assert [m.id for m in pbt.slots[1:]] == [1, 2, 3, 4]  # only the bottom 20% (one of five) is replaced
     child = pbt.slots[0]
-    assert child.id == 5 and child.parent == 4 and child.operator == "exploit+perturb"
-    assert child.state == {"tag": "learned-by-4"} and child.age == 0 and child.cost == first[4].cost
+    assert child.id == 5
+    assert child.parent == 4
+    assert child.operator == "exploit+perturb"
+    assert child.state == {"tag": "learned-by-4"}
+    assert child.age == 0
+    assert child.cost == first[4].cost
     donor = first[4].hparams
     assert child.hparams["train.lr"] in (pytest.approx(donor["train.lr"] * 0.8), pytest.approx(donor["train.lr"] * 1.2))
     assert child.hparams["rl.ppo.epochs"] in (max(1, min(8, round(donor["rl.ppo.epochs"] * f))) for f in (0.8, 1.2))
     assert pbt.ask() is pbt.slots[1]  # idle slots are handed out in order, the exploited one last
-    assert child.fitness == 4.0 and not child.evaluated  # stands with its donor's score until it reports
+    assert child.fitness == 4.0
+    assert not child.evaluated  # stands with its donor's score until it reports
 
 
 def test_a_round_told_together_replaces_only_the_bottom_quantile():
@@ -58,7 +63,8 @@ def test_a_round_told_together_replaces_only_the_bottom_quantile():
         pbt.tell_round([(individual, report(float(slot), f"round-{round_number}"))
                         for slot, individual in enumerate(asked)])
         assert [m.age for m in pbt.slots[1:]] == [round_number + 1] * 3      # slots 1-3 keep their members
-        assert pbt.slots[0].operator == "exploit+perturb" and pbt.slots[0].parent == pbt.slots[3].id
+        assert pbt.slots[0].operator == "exploit+perturb"
+        assert pbt.slots[0].parent == pbt.slots[3].id
     sequential = PBT(space(), 4, ["fitness"], 0, PBTSettings.defaults(quantile=0.25, ready=1))
     run_round(sequential, lambda individual: float(individual.id))
     run_round(sequential, lambda individual: float(individual.id % 4))
@@ -69,7 +75,8 @@ def test_pbt_exploit_none_keeps_hyperparameters_and_weights():
     pbt = PBT(space(), 4, ["fitness"], 0, PBTSettings.defaults(exploit="none"))
     asked = run_round(pbt, lambda ind: float(ind.id))
     run_round(pbt, lambda ind: float(ind.id))
-    assert [m.id for m in pbt.slots] == [0, 1, 2, 3] and all(m.age == 2 for m in pbt.slots)
+    assert [m.id for m in pbt.slots] == [0, 1, 2, 3]
+    assert all(m.age == 2 for m in pbt.slots)
     assert [m.hparams for m in pbt.slots] == [a.hparams for a in asked]
 
 
@@ -81,7 +88,8 @@ def test_pbt_ttest_exploits_only_a_significantly_better_donor():
     assert [m.id for m in pbt.slots] == [0, 1]
     a = pbt.ask()
     pbt.tell(a, report(0.0, "a", episodes=[0.0, 0.01, 0.0, 0.02]))  # now clearly worse than b
-    assert pbt.slots[0].parent == 1 and pbt.slots[0].state == {"tag": "b"}
+    assert pbt.slots[0].parent == 1
+    assert pbt.slots[0].state == {"tag": "b"}
 
 
 def test_tournament_leaderboard_reseeds_only_from_a_better_entry_and_staggers():
@@ -92,13 +100,18 @@ def test_tournament_leaderboard_reseeds_only_from_a_better_entry_and_staggers():
     assert tournament.slots[2].id == 2  # the best entry is itself: no re-seeding
     tournament.tell(asked[0], report(1.0, "weak"))  # temperature 0.01: the best entry is drawn
     reseeded = tournament.slots[0]
-    assert reseeded.operator == "reseed" and reseeded.parent == 2 and reseeded.state == {"tag": "strong"}
-    assert reseeded.hparams == asked[2].hparams and reseeded.scale == 1.0
+    assert reseeded.operator == "reseed"
+    assert reseeded.parent == 2
+    assert reseeded.state == {"tag": "strong"}
+    assert reseeded.hparams == asked[2].hparams
+    assert reseeded.scale == 1.0
     for fitness in (3.0, 4.0, 5.0):
         individual = tournament.ask()
         tournament.tell(individual, report(fitness, "x"))
     board = [e.fitness for e in tournament.leaderboard]
-    assert len(board) == 4 and board == sorted(board, reverse=True) and board[0] == 10.0
+    assert len(board) == 4
+    assert board == sorted(board, reverse=True)
+    assert board[0] == 10.0
 
 
 def test_nsga2_keeps_population_size_and_the_front():
@@ -108,8 +121,11 @@ def test_nsga2_keeps_population_size_and_the_front():
         individual = nsga.ask()
         nsga.tell(individual, report(points[individual.id][0], "fresh", lazy=points[individual.id][1]))
     child = nsga.ask()
-    assert child.id == 4 and child.parent in points and child.state == {"tag": "fresh"}
-    assert child.operator in ("mutation", "sbx+mutation") and child.weight_noise == 0.01
+    assert child.id == 4
+    assert child.parent in points
+    assert child.state == {"tag": "fresh"}
+    assert child.operator in ("mutation", "sbx+mutation")
+    assert child.weight_noise == 0.01
     for key, value in child.hparams.items():
         dimension = next(d for d in nsga.space if d.key == key)
         assert dimension.lo <= value <= dimension.hi
@@ -125,6 +141,7 @@ def test_state_round_trip_keeps_slots_idle_and_random_state():
     clone = PBT(space(), 3, ["fitness"], 0, PBTSettings.defaults())
     clone.load_state_dict(state)
     assert [m.to_dict() for m in clone.slots] == [m.to_dict() for m in pbt.slots]
-    assert clone.random.random() == pbt.random.random() and clone.next_id == pbt.next_id
+    assert clone.random.random() == pbt.random.random()
+    assert clone.next_id == pbt.next_id
     assert sorted(clone.idle) == [0, 1, 2]
     np.testing.assert_equal(clone.ask().hparams, clone.slots[clone.slots.index(clone.slots[0])].hparams)

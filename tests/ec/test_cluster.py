@@ -40,6 +40,7 @@ def test_pbt_across_three_nodes(three_nodes, tmp_path):
         members = evolution.run()
     finally:
         evolution.close()
-    assert evolution.trained >= 6 and len(members) == 3
+    assert evolution.trained >= 6
+    assert len(members) == 3
     rows = [json.loads(line) for line in (tmp_path / "lineage.jsonl").read_text().splitlines()]
     assert len({row["node"] for row in rows}) == 3  # every node trained individuals

@@ -43,18 +43,25 @@ def test_pbt_replaces_a_killed_learner_and_goes_on(ray_local, tmp_path):
     evolution = Evolution(config, tmp_path)
     evolution.start()
     members, victims = evolve_killing_a_learner(evolution, after_rounds=2)
-    assert victims and evolution.replaced == 1 and evolution.trained >= 9
-    assert len(members) == 3 and all(m.state is not None for m in members)  # a fresh exploit child inherits
+    assert victims
+    assert evolution.replaced == 1
+    assert evolution.trained >= 9
+    assert len(members) == 3
+    assert all(m.state is not None for m in members)  # a fresh exploit child inherits
     rows = [json.loads(line) for line in (tmp_path / "lineage.jsonl").read_text().splitlines()]
     restarted = evolution.restarted[0]
     assert any(r["id"] == restarted for r in rows[2:])  # the killed round was trained again, from its stored state
-    assert len(rows) == evolution.trained and 3 in {r["learner"] for r in rows}  # the replacement (learner 3) trains
+    assert len(rows) == evolution.trained
+    assert 3 in {r["learner"] for r in rows}  # the replacement (learner 3) trains
     assert all(set(r) >= {"id", "parent", "operator", "hparams", "fitness", "time"} for r in rows)
     newest = Checkpoints(tmp_path / "population").load_newest()[1]
-    assert newest["trained"] == evolution.trained and len(newest["algorithm"]["slots"]) == 3
+    assert newest["trained"] == evolution.trained
+    assert len(newest["algorithm"]["slots"]) == 3
     best = torch.load(tmp_path / "best.pt", weights_only=True)
-    assert best["fitness"] == max(m.fitness for m in members) and "model" in best
-    assert (tmp_path / "tensorboard" / "population").is_dir() and (tmp_path / "lineage.png").stat().st_size > 1000
+    assert best["fitness"] == max(m.fitness for m in members)
+    assert "model" in best
+    assert (tmp_path / "tensorboard" / "population").is_dir()
+    assert (tmp_path / "lineage.png").stat().st_size > 1000
 
 
 @pytest.mark.slow
@@ -65,7 +72,8 @@ def test_pbt_searches_the_learning_rate_of_dqn(tmp_path):
                             "ec.stop=self.trained >= 4"], tmp_path, 300)
     assert completed.returncode == 0, completed.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "lineage.jsonl").read_text().splitlines()]
-    assert len(rows) >= 4 and all(0.0005 <= r["hparams"]["train.lr"] <= 0.005 for r in rows)
+    assert len(rows) >= 4
+    assert all(0.0005 <= r["hparams"]["train.lr"] <= 0.005 for r in rows)
     best = torch.load(tmp_path / "best.pt", weights_only=True)
     assert "advantage_head.weight" in best["model"]             # a dueling Q-network, trained by the DQN learner
 
@@ -92,7 +100,9 @@ def test_killed_evolve_py_resumes(tmp_path):
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert f"resuming from {tmp_path / 'population'}" in completed.stderr
     after = checkpoints.load_newest()[1]
-    assert after["trained"] >= target and after["cost"] > before["cost"] and after["elapsed"] > before["elapsed"]
+    assert after["trained"] >= target
+    assert after["cost"] > before["cost"]
+    assert after["elapsed"] > before["elapsed"]
     ages_before = {m["id"]: m["age"] for m in before["algorithm"]["slots"]}
     ages_after = {m["id"]: m["age"] for m in after["algorithm"]["slots"]}
     continued = [i for i in ages_before if i in ages_after]
@@ -110,10 +120,12 @@ def test_nsga_ii_on_pong_writes_a_front(tmp_path):
                             "evaluator.progress=false", "-D"], tmp_path, 400)
     assert completed.returncode == 0, completed.stderr[-3000:]
     rows = [json.loads(line) for line in (root / "lineage.jsonl").read_text().splitlines()]
-    assert len(rows) >= 8 and any(r["operator"] in ("mutation", "sbx+mutation") for r in rows)
+    assert len(rows) >= 8
+    assert any(r["operator"] in ("mutation", "sbx+mutation") for r in rows)
     assert all(0.0 <= r["hparams"]["mdp.idle_reward"] <= 0.05 and len(r["objectives"]) == 2 for r in rows)
     front = (root / "front.csv").read_text().splitlines()
-    assert front[0] == "id,fitness,lazy,mdp.idle_reward" and len(front) >= 2     # fitness once
+    assert front[0] == "id,fitness,lazy,mdp.idle_reward"
+    assert len(front) >= 2     # fitness once
     assert (root / "front.png").stat().st_size > 1000
     assert len(list((root / "front").glob("checkpoint-*.pt"))) == len(front) - 1
     # the front may be a single member in so short a run: rate it together with every member of the population
@@ -124,7 +136,8 @@ def test_nsga_ii_on_pong_writes_a_front(tmp_path):
                             "--opponents", str(root / "members"), "-m", "sample.envs=2", "--games", "2", "--debug"],
                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert rated.returncode == 0, rated.stderr[-3000:]
-    assert "front/" in rated.stdout + rated.stderr and "members/" in rated.stdout + rated.stderr  # both rated
+    assert "front/" in rated.stdout + rated.stderr
+    assert "members/" in rated.stdout + rated.stderr  # both rated
 
 
 @pytest.mark.slow
@@ -142,7 +155,8 @@ def test_population_self_play_on_pong(ray_local, tmp_path):
         members = evolution.run()
     finally:
         evolution.close()
-    assert evolution.trained >= 4 and len(members) == 2
+    assert evolution.trained >= 4
+    assert len(members) == 2
     later = [t for t in tasks if t.get("opponents")]
     assert later, "once a member has weights, the others train against it"
     assert all(t["id"] not in t["opponents"] for t in later)  # never against itself
@@ -162,4 +176,6 @@ def test_command_line_errors_are_one_line_exit_2(tmp_path, capsys, modifications
 
     assert main(["-m", f"root={tmp_path / 'run'}", *modifications]) == 2
     error = capsys.readouterr().err
-    assert message in error and len(error.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+    assert message in error
+    assert len(error.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()

@@ -67,8 +67,10 @@ def test_survivors_are_whole_fronts_then_the_least_crowded(seed):
 def test_crowding_distance_by_hand():
     front = np.array([[0.0, 4.0], [1.0, 3.0], [3.0, 1.0], [4.0, 0.0]])
     _, distance = ranks_and_crowding(front)
-    assert np.isinf(distance[0]) and np.isinf(distance[3])
-    assert distance[1] == pytest.approx((3 / 4 + 3 / 4) / 2) and distance[2] == pytest.approx((3 / 4 + 3 / 4) / 2)
+    assert np.isinf(distance[0])
+    assert np.isinf(distance[3])
+    assert distance[1] == pytest.approx((3 / 4 + 3 / 4) / 2)
+    assert distance[2] == pytest.approx((3 / 4 + 3 / 4) / 2)
 
 
 def test_sbx_children_stay_in_bounds_and_centre_on_the_parents():
@@ -76,7 +78,8 @@ def test_sbx_children_stay_in_bounds_and_centre_on_the_parents():
     first, second = np.array([0.2, 0.9, 0.5]), np.array([0.4, 0.1, 0.5])
     children = [crossover(first, second, 15.0, random) for _ in range(3000)]
     genes = np.array([c for pair in children for c in pair])
-    assert genes.min() >= 0.0 and genes.max() <= 1.0
+    assert genes.min() >= 0.0
+    assert genes.max() <= 1.0
     np.testing.assert_allclose(genes.mean(axis=0), (first + second) / 2, atol=0.01)  # SBX preserves the mean
     assert np.all(genes[:, 2] == 0.5)  # equal genes are not crossed
     spread_high_eta = np.std([crossover(first, second, 100.0, random)[0][0] for _ in range(2000)])
@@ -88,7 +91,9 @@ def test_polynomial_mutation_bounds_probability_and_reproducibility():
     random = np.random.default_rng(1)
     genes = np.array([0.0, 0.5, 1.0])
     mutated = np.array([mutate(genes, 20.0, 1.0, random) for _ in range(2000)])
-    assert mutated.min() >= 0.0 and mutated.max() <= 1.0 and mutated[:, 1].std() > 0.01
+    assert mutated.min() >= 0.0
+    assert mutated.max() <= 1.0
+    assert mutated[:, 1].std() > 0.01
     assert all(np.array_equal(mutate(genes, 20.0, 0.0, random), genes) for _ in range(50))
     again = [mutate(genes, 20.0, 1.0, np.random.default_rng(7)) for _ in range(2)]
     assert np.array_equal(*again)                          # the same generator state, the same child

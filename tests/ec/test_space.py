@@ -20,8 +20,10 @@ def test_ranges_become_dimensions_typed_by_the_default():
                      "ec.log=[train.lr]")
     by_key = {d.key: d for d in space}
     assert set(by_key) == {"rl.ac.weight_loss.critic", "train.lr", "rl.ppo.epochs"}
-    assert by_key["rl.ppo.epochs"].integer and not by_key["train.lr"].integer
-    assert by_key["train.lr"].log and not by_key["rl.ac.weight_loss.critic"].log
+    assert by_key["rl.ppo.epochs"].integer
+    assert not by_key["train.lr"].integer
+    assert by_key["train.lr"].log
+    assert not by_key["rl.ac.weight_loss.critic"].log
     # the base config is valid as it stands: each range replaced by its midpoint (geometric for log)
     assert space.base["train.lr" .split(".")[0]]["lr"] == pytest.approx(1e-3)
     assert space.base["rl"]["ppo"]["epochs"] in (4, 5)
@@ -33,18 +35,21 @@ def test_samples_stay_in_range_and_log_scale_spreads_orders_of_magnitude():
     random = np.random.default_rng(0)
     samples = [space.sample(random) for _ in range(4000)]
     lrs = np.array([s["train.lr"] for s in samples])
-    assert lrs.min() >= 1e-5 and lrs.max() <= 1e-1
+    assert lrs.min() >= 1e-5
+    assert lrs.max() <= 1e-1
     decades = np.histogram(np.log10(lrs), bins=[-5, -4, -3, -2, -1])[0]
     assert decades.min() > 800  # about 1000 per decade: uniform in log space
     epochs = {s["rl.ppo.epochs"] for s in samples}
-    assert epochs == set(range(1, 9)) and all(isinstance(e, int) for e in epochs)
+    assert epochs == set(range(1, 9))
+    assert all(isinstance(e, int) for e in epochs)
 
 
 def test_unit_round_trip_and_clipping():
     dimension = Dimension("train.lr", 1e-4, 1e-2, log=True)
     assert dimension.to_unit(1e-3) == pytest.approx(0.5)
     assert dimension.from_unit(0.5) == pytest.approx(1e-3)
-    assert dimension.clip(5.0) == 1e-2 and dimension.from_unit(-3) == pytest.approx(1e-4)
+    assert dimension.clip(5.0) == 1e-2
+    assert dimension.from_unit(-3) == pytest.approx(1e-4)
     assert Dimension("rl.ppo.epochs", 1, 8, integer=True).clip(4.6) == 5
 
 
@@ -63,5 +68,6 @@ def test_bad_spaces_are_one_line_errors(modifications, message):
 def test_apply_sets_dotted_keys_on_a_copy():
     space = space_of("train.lr=[0,0.01]")
     config = space.apply({"train.lr": 0.002})
-    assert config["train"]["lr"] == 0.002 and space.base["train"]["lr"] == pytest.approx(0.005)
+    assert config["train"]["lr"] == 0.002
+    assert space.base["train"]["lr"] == pytest.approx(0.005)
     assert not math.isnan(config["rl"]["discount"])

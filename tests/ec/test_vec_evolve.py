@@ -25,9 +25,11 @@ def test_a_vectorized_pbt_population_evolves_and_resumes(tmp_path, capsys):
     arguments = [*FILES, "-m", f"root={root}", *SMALL, "train.lr=[0.0001,0.003]"]
     assert main([*arguments, "ec.stop=self.trained >= 6", "-D"]) == 0
     rows = [json.loads(line) for line in (root / "lineage.jsonl").read_text().splitlines()]
-    assert len(rows) >= 6 and {row["id"] for row in rows[:2]} == {0, 1}
+    assert len(rows) >= 6
+    assert {row["id"] for row in rows[:2]} == {0, 1}
     assert any(row["operator"] != "fresh" for row in rows), [row["operator"] for row in rows]   # exploit/explore
-    assert (root / "lineage.png").is_file() and (root / "best.pt").is_file()
+    assert (root / "lineage.png").is_file()
+    assert (root / "best.pt").is_file()
     assert all(0.0001 <= row["hparams"]["train.lr"] <= 0.003 for row in rows)
     assert main([*arguments, "ec.stop=self.trained >= 8"]) == 0
     assert "resuming from" in capsys.readouterr().err
@@ -41,14 +43,18 @@ def test_a_league_rates_its_members_and_writes_the_tables(tmp_path):
                  "mdp.vec.reward.push=[100.0,300.0]", "ec.stop=self.trained >= 4"]
     assert main(arguments) == 0
     rows = [json.loads(line) for line in (root / "lineage.jsonl").read_text().splitlines()]
-    assert len(rows) >= 4 and all(0.1 <= row["hparams"]["rl.ppo.clip"] <= 0.3 for row in rows)
+    assert len(rows) >= 4
+    assert all(0.1 <= row["hparams"]["rl.ppo.clip"] <= 0.3 for row in rows)
     table = (root / "league" / "ratings.csv").read_text().splitlines()
-    assert table[0].startswith("name,") and len(table) == 1 + 2 + 1 and table[-1].startswith("initial,")
+    assert table[0].startswith("name,")
+    assert len(table) == 1 + 2 + 1
+    assert table[-1].startswith("initial,")
     ratings = {line.split(",")[0]: float(line.split(",")[4]) for line in table[1:]}
     last = rows[-2:]
     assert {f"individual {row['id']}" for row in last} <= set(ratings)
     assert all(row["fitness"] == pytest.approx(ratings[f"individual {row['id']}"] - ratings["initial"]) for row in last)
-    assert (root / "league" / "winrate.csv").is_file() and (root / "league" / "winrate.png").is_file()
+    assert (root / "league" / "winrate.csv").is_file()
+    assert (root / "league" / "winrate.png").is_file()
 
 
 @pytest.mark.parametrize("change, message", [
@@ -62,7 +68,9 @@ def test_a_league_rates_its_members_and_writes_the_tables(tmp_path):
 def test_bad_vectorized_populations_are_one_line(tmp_path, capsys, change, message):
     assert main([*FILES, "-m", f"root={tmp_path}/run", *SMALL, change]) == 2
     error = capsys.readouterr().err
-    assert message in error and len(error.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+    assert message in error
+    assert len(error.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.slow
@@ -75,16 +83,22 @@ def test_vectorized_groups_on_ray_replace_a_killed_learner(ray_local, tmp_path):
                    "ec.selfplay=true", "train.lr=[0.0001,0.003]", "ec.stop=self.trained >= 12",
                    "ec.checkpoint.interval=0", f"root={tmp_path}"], ranges=True)
     evolution = Evolution(config, tmp_path)
-    assert not evolution.in_process and evolution.group_size == 2
+    assert not evolution.in_process
+    assert evolution.group_size == 2
     evolution.start()
     members, victims = evolve_killing_a_learner(evolution, after_rounds=4)
-    assert victims and evolution.replaced == 1 and len(evolution.restarted) == 2 and evolution.trained >= 12
+    assert victims
+    assert evolution.replaced == 1
+    assert len(evolution.restarted) == 2
+    assert evolution.trained >= 12
     rows = [json.loads(line) for line in (tmp_path / "lineage.jsonl").read_text().splitlines()]
     assert {row["learner"] for row in rows} == {0, 1, 2}                   # learner 2 replaced the killed one
     assert all(any(row["id"] == restarted and row["learner"] == 2 for row in rows)
                for restarted in evolution.restarted)                         # its members trained again there
-    assert len(members) == 4 and all(m.state is not None and "pool" in m.state for m in members)
+    assert len(members) == 4
+    assert all(m.state is not None and "pool" in m.state for m in members)
     assert (tmp_path / "league" / "learner-0" / "ratings.csv").is_file()   # (killed: maybe after a first round)
     for learner in (1, 2):              # a later round's league: its 2 members, the other learner's 2, the initial
         table = (tmp_path / "league" / f"learner-{learner}" / "ratings.csv").read_text().splitlines()
-        assert len(table) == 1 + 2 + 2 + 1 and sum("(another learner)" in line for line in table) == 2
+        assert len(table) == 1 + 2 + 2 + 1
+        assert sum("(another learner)" in line for line in table) == 2

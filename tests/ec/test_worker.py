@@ -34,10 +34,14 @@ def learner():
 
 def test_rounds_continue_from_the_written_back_state(learner):
     first = through_the_wire(learner.train({"id": 7, "hparams": {"train.lr": 0.003}, "state": None, "seed": 7}))
-    assert first["id"] == 7 and first["iterations"] == 2 and first["cost"] >= 256
-    assert first["summary"]["episodes"] == 3 and len(first["episodes"]) == 3
+    assert first["id"] == 7
+    assert first["iterations"] == 2
+    assert first["cost"] >= 256
+    assert first["summary"]["episodes"] == 3
+    assert len(first["episodes"]) == 3
     steps = [s["step"].item() for s in first["state"]["optimizer"]["state"].values()]
-    assert steps and all(step == 2 * 4 * 4 for step in steps)  # 2 iterations × 4 epochs × 4 minibatches
+    assert steps
+    assert all(step == 2 * 4 * 4 for step in steps)  # 2 iterations × 4 epochs × 4 minibatches
     assert first["state"]["lr"] == pytest.approx(0.003)
 
     second = learner.train({"id": 8, "hparams": {"train.lr": 0.0005}, "state": first["state"], "seed": 8})
@@ -88,7 +92,8 @@ def test_other_mdp_settings_rebuild_environments_in_place_other_spaces_restart_a
         worker.train({"id": 1, "hparams": {"mdp.idle_reward": 0.04, "mdp.pong.paddle_half": 0.2}, "state": None,
                       "seed": 1})
         assert worker.learner.actors == actors  # the same actor process, its environments rebuilt
-        assert actors[0].mdp_config["idle_reward"] == 0.04 and actors[0].mdps[0].settings.paddle_half == 0.2
+        assert actors[0].mdp_config["idle_reward"] == 0.04
+        assert actors[0].mdps[0].settings.paddle_half == 0.2
         with pytest.raises(ValueError, match="spaces"):
             actors[0].set_mdp({**actors[0].mdp_config, "create": "coins"})
         worker.train({"id": 2, "hparams": {"mdp.create": "coins"}, "state": None, "seed": 2})

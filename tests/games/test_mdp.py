@@ -23,7 +23,8 @@ def test_many_episodes_share_a_few_connections(tmp_path):
     counts = play(mdps, 3.0)
     stats = server.stop()
     assert stats["connections"] == 3            # the hello fetched once, then the 2 connections of the loop
-    assert counts["finished"] >= 64 and counts["lost"] == 0
+    assert counts["finished"] >= 64
+    assert counts["lost"] == 0
 
 
 def test_workers_share_the_listening_socket(tmp_path):
@@ -32,7 +33,9 @@ def test_workers_share_the_listening_socket(tmp_path):
     counts = play(mdps, 2.0)
     server.stop()
     workers = [line for line in server.errors.splitlines() if line.startswith("{")]
-    assert len(workers) == 2 and counts["finished"] >= 8 and counts["lost"] == 0
+    assert len(workers) == 2
+    assert counts["finished"] >= 8
+    assert counts["lost"] == 0
 
 
 def test_pong_seats_left_out_are_played_by_the_server(tmp_path):
@@ -40,7 +43,9 @@ def test_pong_seats_left_out_are_played_by_the_server(tmp_path):
     mdps = [GameMDP(server.settings(), seed=i) for i in range(4)]
     counts = play(mdps, 3.0, seats=(1,))
     server.stop()
-    assert len(mdps[0].describe()) == 2 and counts["finished"] >= 4 and counts["lost"] == 0
+    assert len(mdps[0].describe()) == 2
+    assert counts["finished"] >= 4
+    assert counts["lost"] == 0
 
 
 def test_a_server_crash_mid_episode_loses_those_episodes_and_play_resumes_after_a_restart(tmp_path):
@@ -54,7 +59,8 @@ def test_a_server_crash_mid_episode_loses_those_episodes_and_play_resumes_after_
     after = play(mdps, 2.0)
     second.stop()
     assert crashed == 3
-    assert lost >= 1 and before["steps"] >= 300
+    assert lost >= 1
+    assert before["steps"] >= 300
     assert after["finished"] >= 16
 
 
@@ -65,7 +71,8 @@ def test_late_answers_are_given_up_after_the_timeout(tmp_path):
     counts = play(mdps, 1.5)
     elapsed = time.monotonic() - started
     server.stop()
-    assert counts["finished"] == 0 and counted(mdps, "lost_timeout") >= 8
+    assert counts["finished"] == 0
+    assert counted(mdps, "lost_timeout") >= 8
     assert elapsed < 5
 
 
@@ -75,5 +82,6 @@ def test_dropped_and_garbled_answers_cost_only_their_episodes(tmp_path, fault, c
     mdps = [GameMDP(server.settings(timeout=0.3), seed=i) for i in range(16)]
     counts = play(mdps, 4.0)
     stats = server.stop()
-    assert counted(mdps, counter) >= 1 and counts["finished"] >= 32
+    assert counted(mdps, counter) >= 1
+    assert counts["finished"] >= 32
     assert stats.get("dropped" if fault == "--drop-rate" else "garbage", 0) >= 1

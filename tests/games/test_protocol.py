@@ -30,7 +30,9 @@ def test_a_space_survives_its_description(space):
 def test_arrays_travel_with_their_dtype_and_shape():
     array = np.arange(6, dtype=np.int16).reshape(2, 3)
     message = protocol.unpack(protocol.pack({"type": "x", "a": array})[protocol.HEADER.size:])
-    assert message["a"].dtype == np.int16 and message["a"].shape == (2, 3) and (message["a"] == array).all()
+    assert message["a"].dtype == np.int16
+    assert message["a"].shape == (2, 3)
+    assert (message["a"] == array).all()
 
 
 @pytest.mark.parametrize("payload", [

@@ -52,7 +52,8 @@ def tls_server(tmp_path_factory):
 def test_episodes_run_over_tls(tls_server):
     settings = tls_server.settings(tls=str(tls_server.certificate), tls_name="game.test")
     counts = play([GameMDP(settings, seed=i) for i in range(4)], 2.0)
-    assert counts["finished"] >= 4 and counts["lost"] == 0
+    assert counts["finished"] >= 4
+    assert counts["lost"] == 0
 
 
 def test_a_server_whose_certificate_is_not_trusted_is_refused(tls_server, tmp_path):
@@ -74,4 +75,5 @@ def test_a_served_seat_is_a_gymnasium_environment(tmp_path):
         steps, done = steps + 1, terminated or truncated
     env.close()
     server.stop()
-    assert np.allclose(observation, expected) and info["result"]["fitness"] == steps
+    assert np.allclose(observation, expected)
+    assert info["result"]["fitness"] == steps

@@ -55,22 +55,26 @@ def run_episode(mdp, policy, players=(0,)):
 def test_cartpole_discrete_and_seeding():
     first = run_episode(GymMDP("CartPole-v1", seed=3), lambda o: 0)
     second = run_episode(GymMDP("CartPole-v1", seed=3), lambda o: 0)
-    assert first[1] == second[1] and len(first[1]) > 5
+    assert first[1] == second[1]
+    assert len(first[1]) > 5
     result = first[0][0].get_result()
-    assert result["fitness"] == sum(first[1]) and result["objectives"]["lazy"] == 1.0
+    assert result["fitness"] == sum(first[1])
+    assert result["objectives"]["lazy"] == 1.0
     assert not first[0][0].truncated
 
 
 def test_pendulum_box_is_truncated_and_clipped():
     controllers, rewards = run_episode(GymMDP("Pendulum-v1", seed=0), lambda o: np.array([100.0], np.float32))
-    assert len(rewards) == 200 and controllers[0].truncated  # the time limit, not a terminal state
+    assert len(rewards) == 200
+    assert controllers[0].truncated  # the time limit, not a terminal state
     assert all(r <= 0 for r in rewards)
 
 
 def test_dict_observations():
     mdp = GymMDP("LamarckianDictTest-v0", seed=0)
     controllers, rewards = run_episode(mdp, lambda o: o["bit"])
-    assert rewards == [1.0] * 10 and isinstance(mdp.describe()[0].observation, gymnasium.spaces.Dict)
+    assert rewards == [1.0] * 10
+    assert isinstance(mdp.describe()[0].observation, gymnasium.spaces.Dict)
 
 
 def test_unknown_gym_id_is_a_value_error():
@@ -82,7 +86,8 @@ def test_pettingzoo_parallel_game():
     mdp = ParallelMDP("pettingzoo.classic.rps_v2", seed=0)
     assert len(mdp) == 2
     controllers, rewards = run_episode(mdp, lambda o: 0, players=(0, 1))
-    assert controllers[0].done and sum(rewards) == 0  # rock against rock: ties
+    assert controllers[0].done
+    assert sum(rewards) == 0  # rock against rock: ties
     with pytest.raises(ValueError, match="must be a module under pettingzoo"):
         ParallelMDP("os")
 

@@ -14,7 +14,8 @@ def test_pick_up_ranks_and_shared_win():
     game.positions[:] = [[0.5, 0.5], [0.9, 0.9], [0.1, 0.1]]
     game.coins[:] = [[0.52, 0.5]]
     rewards = game.step([0, 0, 0])
-    assert rewards == [1.0, 0.0, 0.0] and game.scores.tolist() == [1, 0, 0]
+    assert rewards == [1.0, 0.0, 0.0]
+    assert game.scores.tolist() == [1, 0, 0]
     assert not np.allclose(game.coins[0], [0.52, 0.5])  # a new coin appeared
     results = [game.result(p) for p in range(3)]
     assert [r["rank"] for r in results] == [1.0, 2.5, 2.5]

@@ -47,20 +47,24 @@ def test_standin_round_trip(server):
     task = RemoteVecTask(address, read_key(key_file), timeout=10)
     assert (task.num_envs, task.num_agents, task.num_obs, task.num_actions) == (E, 2, 40, 8)
     observations = task.reset()
-    assert observations.shape == (2 * E, 40) and observations.dtype == torch.float32
+    assert observations.shape == (2 * E, 40)
+    assert observations.dtype == torch.float32
     push = torch.zeros(2 * E, 8)
     push[:E, :2] = observations[:E, :2] / observations[:E, :2].norm(dim=1, keepdim=True)  # agent 0 walks outward
     ended, lost, rewards = torch.zeros(E, dtype=torch.bool), torch.zeros(E, dtype=torch.bool), torch.zeros(2, E)
     for step in range(80):
         observations, reward, done, extras = task.step(push)
-        assert done.dtype == torch.bool and extras["lose"].dtype == torch.bool
+        assert done.dtype == torch.bool
+        assert extras["lose"].dtype == torch.bool
         first = done & ~ended
         lost |= first & extras["lose"] & ~extras["win"]
         rewards[:, first] = reward.reshape(2, E)[:, first]
         ended |= done
         if ended.all():
             break
-    assert lost.all() and torch.all(rewards[0] == -1) and torch.all(rewards[1] == 1)
+    assert lost.all()
+    assert torch.all(rewards[0] == -1)
+    assert torch.all(rewards[1] == 1)
     task.reset_idx(torch.tensor([1]))
     assert task._call("stats")["served"] >= 4
     task.close()
@@ -133,7 +137,8 @@ def test_annealing_rewards_the_server_computes_is_refused(server, tmp_path):
                                 f"root={tmp_path / 'run'}"],
                                capture_output=True, text=True, cwd=REPOSITORY, timeout=300)
     assert completed.returncode == 2, completed.stderr[-2000:]
-    assert "mdp.vec.reward.anneal" in completed.stderr and "RemoteVecTask" in completed.stderr
+    assert "mdp.vec.reward.anneal" in completed.stderr
+    assert "RemoteVecTask" in completed.stderr
 
 
 def test_bad_settings_are_clear(tmp_path, server):
@@ -144,5 +149,6 @@ def test_bad_settings_are_clear(tmp_path, server):
         RemoteVecTask.connect({"address": address, "key_file": str(key_file), "timeout": 5}, num_envs=16)
     completed = subprocess.run([SERVER_PYTHON, str(SERVER), "--task", "MA_Ant_Sumo", "--key-file",
                                 str(tmp_path / "k")], capture_output=True, text=True)
-    assert completed.returncode == 2 and "--config" in completed.stderr
+    assert completed.returncode == 2
+    assert "--config" in completed.stderr
     np.testing.assert_equal(len(read_key(key_file)), 32)

@@ -46,7 +46,8 @@ def test_same_seed_same_game():
     first = play(Pong(), {0: scripted(0), 1: scripted(1)}, seed=5)
     second = play(Pong(), {0: scripted(0), 1: scripted(1)}, seed=5)
     third = play(Pong(), {0: scripted(0), 1: scripted(1)}, seed=6)
-    assert first == second and first != third
+    assert first == second
+    assert first != third
 
 
 def test_observations_are_mirrored():
@@ -54,8 +55,10 @@ def test_observations_are_mirrored():
     mdp.start(seed=1)
     mdp.paddles[:] = 0.3, 0.7
     left, right = mdp.observe(0), mdp.observe(1)
-    assert left[0] == pytest.approx(right[1]) and left[1] == pytest.approx(right[0])
-    assert left[2] == pytest.approx(-right[2]) and left[4] == pytest.approx(-right[4])
+    assert left[0] == pytest.approx(right[1])
+    assert left[1] == pytest.approx(right[0])
+    assert left[2] == pytest.approx(-right[2])
+    assert left[4] == pytest.approx(-right[4])
     assert left[3] == pytest.approx(right[3])
 
 
@@ -63,7 +66,8 @@ def test_rewards_are_zero_sum_and_results_consistent():
     mdp = Pong(seed=3)
     trajectory = play(mdp, {0: tracker, 1: lambda o: STAY})
     assert sum(r for _, seat, _, r in trajectory if seat == 0) == -sum(r for _, seat, _, r in trajectory if seat == 1)
-    assert mdp.result(0)["win"] == 1.0 and mdp.result(1)["win"] == 0.0
+    assert mdp.result(0)["win"] == 1.0
+    assert mdp.result(1)["win"] == 0.0
     assert mdp.result(0)["fitness"] == mdp.settings.score
 
 
@@ -83,7 +87,10 @@ def test_rule_is_beatable_and_balanced():
 def test_time_limit_is_a_truncation():
     mdp = Pong(PongSettings.defaults(max_steps=50, ball_speed=0.005), seed=0)
     play(mdp, {0: lambda o: STAY, 1: lambda o: STAY}, seed=0)
-    assert mdp.over and mdp.steps == 50 and mdp.timed_out and mdp.result(0)["win"] == 0.5
+    assert mdp.over
+    assert mdp.steps == 50
+    assert mdp.timed_out
+    assert mdp.result(0)["win"] == 0.5
 
 
 def test_bad_action_and_seats():
@@ -98,4 +105,6 @@ def test_render():
     mdp = Pong(seed=0)
     mdp.start(seed=0)
     frame = mdp.render()
-    assert frame.shape == (160, 160, 3) and frame.dtype == np.uint8 and frame.max() == 255
+    assert frame.shape == (160, 160, 3)
+    assert frame.dtype == np.uint8
+    assert frame.max() == 255

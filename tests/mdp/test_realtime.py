@@ -36,7 +36,8 @@ def play(mdp, steps: int, think: float = 0.0, action=None):
 def test_the_packaged_task_is_pendulum_at_20_hz_with_the_action_in_flight():
     config = load(["mdp/realtime/pendulum.yml"], [])
     mdp = create_mdp(config["mdp"], seed=0)
-    assert isinstance(mdp, RealTimeMDP) and mdp.period == 0.05
+    assert isinstance(mdp, RealTimeMDP)
+    assert mdp.period == 0.05
     assert mdp.describe()[0].observation.shape == (4,)
     assert mdp.describe()[0].action.shape == (1,)
 
@@ -52,14 +53,17 @@ def test_each_action_acts_during_the_next_period():
         expected = reference.step(applied)[0]
     np.testing.assert_allclose(controller.get_state(), np.concatenate([expected, actions[-1]]), rtol=1e-6)
     periods = np.asarray(mdp.periods)
-    assert controller.timeouts == 0 and len(periods) == len(actions)
-    assert np.all(periods > PERIOD * 0.5) and np.median(periods) == pytest.approx(PERIOD, abs=0.01)
+    assert controller.timeouts == 0
+    assert len(periods) == len(actions)
+    assert np.all(periods > PERIOD * 0.5)
+    assert np.median(periods) == pytest.approx(PERIOD, abs=0.01)
 
 
 def test_a_slow_policy_is_counted_and_the_episode_goes_on():
     mdp = RealTimeMDP(GymMDP("Pendulum-v1", seed=0), PERIOD)
     controller = play(mdp, 6, think=PERIOD * 2)
-    assert controller.timeouts == 6 and controller.steps == 6
+    assert controller.timeouts == 6
+    assert controller.steps == 6
     assert controller.get_result()["objectives"]["timeouts"] == 6.0
     assert np.median(mdp.periods) >= PERIOD * 1.5     # each late step was stretched
 

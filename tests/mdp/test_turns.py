@@ -49,13 +49,15 @@ def play(mdp: TurnMDP, seats: tuple[int, ...], random: np.random.Generator) -> l
 def test_tictactoe_is_turn_based_now_and_results_add_up():
     mdp = create_mdp(load(["mdp/pettingzoo.yml"], ["mdp.pettingzoo.module=pettingzoo.classic.tictactoe_v3"])["mdp"],
                      seed=0)
-    assert isinstance(mdp, TurnMDP) and len(mdp) == 2
+    assert isinstance(mdp, TurnMDP)
+    assert len(mdp) == 2
     random = np.random.default_rng(0)
     outcomes = set()
     for _ in range(30):
         (first, first_total), (second, second_total) = play(mdp, (0, 1), random)
         assert first["win"] + second["win"] == 1.0
-        assert first["fitness"] == first_total and second["fitness"] == second_total    # every reward reached its seat
+        assert first["fitness"] == first_total
+        assert second["fitness"] == second_total    # every reward reached its seat
         assert first["objectives"]["illegal"] == second["objectives"]["illegal"] == 0
         outcomes.add(first["win"])
     assert outcomes == {0.0, 0.5, 1.0}
@@ -111,8 +113,10 @@ def test_connect_four_self_play_trains_and_its_evaluation_games_are_legal(tmp_pa
     learner = fleet_learner(config)
     try:
         summary = TrainingLoop(learner, None).run(stop=lambda trainer: trainer.iteration >= 3)
-        assert summary["episodes"] == 6 and 0.0 <= summary["win"] <= 1.0
+        assert summary["episodes"] == 6
+        assert 0.0 <= summary["win"] <= 1.0
         assert [result.objectives["illegal"] for result in learner.evaluator.results] == [0.0] * 6
-        assert learner.pool is not None and learner.training.get("win_rule") is not None
+        assert learner.pool is not None
+        assert learner.training.get("win_rule") is not None
     finally:
         learner.close()

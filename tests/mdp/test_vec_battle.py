@@ -31,7 +31,8 @@ def test_observations_list_the_other_ants_in_seat_order():
     torch.testing.assert_close(seat1[:, 32:35], qpos[:, 2, :3])
     torch.testing.assert_close(seat1[:, 42:45], qpos[:, 0, :3])
     torch.testing.assert_close(seat1[:, 39:41], qpos[:, 2, :2] - qpos[:, 1, :2])
-    assert torch.all(seat1[:, 41] == 1) and torch.all(seat1[:, 51] == 1)          # both others still in
+    assert torch.all(seat1[:, 41] == 1)
+    assert torch.all(seat1[:, 51] == 1)          # both others still in
     torch.testing.assert_close(seat1[:, 30], torch.full((E,), 4.0 - 0.003))        # ring after one step
     spawn = qpos[:, :, :2].norm(dim=-1)
     assert torch.all((spawn > 1.4) & (spawn < 2.6))
@@ -51,27 +52,38 @@ def test_the_ring_shrinks_until_its_minimum():
     task.progress[0] = 170                       # 4 - 0.003 * 171 = 3.487 < 3.5
     place(task, 0, 1, 3.5, 0.0)
     _, reward, done, extras = task.step(still(task))
-    assert done[0] and extras["win"][0] and reward[0] > 1900 and reward[E] < -1900
+    assert done[0]
+    assert extras["win"][0]
+    assert reward[0] > 1900
+    assert reward[E] < -1900
 
 
 def test_ranks_follow_the_elimination_order_and_rewards_follow_the_ranks():
     task = battle(4, play_to_end=True)
     place(task, 0, 3, 4.5, 0.0)                  # ant 3 out first: rank 4
     _, reward, done, extras = task.step(still(task))
-    assert not done[0] and task.alive[0].tolist() == [True, True, True, False]
+    assert not done[0]
+    assert task.alive[0].tolist() == [True, True, True, False]
     assert reward[3 * E] == pytest.approx(-2000, abs=50)                           # last place: lose_reward
     place(task, 0, 0, 4.5, 0.0)                  # then agent 0: rank 3, the game goes on (play to the end)
     _, reward, done, extras = task.step(still(task))
-    assert not done[0] and reward[0] == pytest.approx(2000 - 4000 * 2 / 3, abs=50)
+    assert not done[0]
+    assert reward[0] == pytest.approx(2000 - 4000 * 2 / 3, abs=50)
     # and on a later step ants 1 and 2 leave together: no one is left, they share first place (a draw)
     place(task, 0, 1, 4.5, 0.0)
     place(task, 0, 2, -4.5, 0.0)
     _, reward, done, extras = task.step(still(task))
-    assert done[0] and extras["ranks"][0].tolist() == [3, 1, 1, 4]
-    assert extras["lose"][0] and not extras["win"][0] and not extras["draw"][0]
-    assert reward[E] == pytest.approx(-1000, abs=50) and reward[2 * E] == pytest.approx(-1000, abs=50)
-    assert reward[0] == 0 and reward[3 * E] == 0                                     # already out: nothing more
-    assert task.alive[0].all() and task.progress[0] == 0                           # restarted
+    assert done[0]
+    assert extras["ranks"][0].tolist() == [3, 1, 1, 4]
+    assert extras["lose"][0]
+    assert not extras["win"][0]
+    assert not extras["draw"][0]
+    assert reward[E] == pytest.approx(-1000, abs=50)
+    assert reward[2 * E] == pytest.approx(-1000, abs=50)
+    assert reward[0] == 0
+    assert reward[3 * E] == 0                                     # already out: nothing more
+    assert task.alive[0].all()
+    assert task.progress[0] == 0                           # restarted
 
 
 def test_last_one_standing_wins():
@@ -79,25 +91,34 @@ def test_last_one_standing_wins():
     place(task, 1, 1, 4.5, 0.0)
     place(task, 1, 2, 0.0, 4.5)
     _, reward, done, extras = task.step(still(task))
-    assert done[1] and extras["win"][1] and extras["ranks"][1].tolist() == [1, 2, 2]
+    assert done[1]
+    assert extras["win"][1]
+    assert extras["ranks"][1].tolist() == [1, 2, 2]
     assert reward[1] == pytest.approx(2000, abs=50)
-    assert reward[E + 1] == pytest.approx(0, abs=50) and reward[2 * E + 1] == pytest.approx(0, abs=50)  # rank 2 of 3
-    assert not done[0] and not done[2]
+    assert reward[E + 1] == pytest.approx(0, abs=50)
+    assert reward[2 * E + 1] == pytest.approx(0, abs=50)  # rank 2 of 3
+    assert not done[0]
+    assert not done[2]
 
 
 def test_training_games_end_when_agent_zero_is_out():
     task = battle(4)
     place(task, 2, 0, 4.5, 0.0)
     _, reward, done, extras = task.step(still(task))
-    assert done.tolist() == [False, False, True] and extras["lose"][2]
-    assert extras["ranks"][2].tolist() == [4, 1, 1, 1] and reward[2] < -1900
+    assert done.tolist() == [False, False, True]
+    assert extras["lose"][2]
+    assert extras["ranks"][2].tolist() == [4, 1, 1, 1]
+    assert reward[2] < -1900
 
 
 def test_time_limit_with_several_left_is_a_shared_first_place():
     task = battle(3, max_episode_length=2)
     task.step(still(task))
     _, reward, done, extras = task.step(still(task))
-    assert done.all() and extras["draw"].all() and extras["time_outs"].all() and not extras["win"].any()
+    assert done.all()
+    assert extras["draw"].all()
+    assert extras["time_outs"].all()
+    assert not extras["win"].any()
     assert torch.all(reward < -900)
 
 

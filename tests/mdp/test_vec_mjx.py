@@ -70,7 +70,8 @@ def test_the_shipped_joints_at_20_hz_stay_finite_and_agree():
         (obs_cpu, _, _, _), (obs_xla, reward_xla, _, _) = cpu.step(act), xla.step(act)
         if step < 2:                         # 12 physics steps: before contacts part the two solvers' ways
             torch.testing.assert_close(obs_xla, obs_cpu, rtol=0, atol=1e-3)
-        assert torch.isfinite(obs_xla).all() and torch.isfinite(reward_xla).all()
+        assert torch.isfinite(obs_xla).all()
+        assert torch.isfinite(reward_xla).all()
     assert ants(xla)[..., 2].abs().max() < 3.0  # no ant launched into the air
     cpu.close()
     xla.close()
@@ -82,10 +83,14 @@ def test_state_reaches_torch_without_a_copy_on_cuda():
     observations = task.reset()
     assert observations.is_cuda
     qpos, _ = task.physics.state()
-    assert qpos.is_cuda and qpos.data_ptr() == task.physics.data.qpos.unsafe_buffer_pointer()
+    assert qpos.is_cuda
+    assert qpos.data_ptr() == task.physics.data.qpos.unsafe_buffer_pointer()
     for _ in range(5):
         observations, reward, done, extras = task.step(torch.zeros(128, 8, device="cuda"))
-    assert reward.is_cuda and done.is_cuda and extras["win"].is_cuda and torch.isfinite(observations).all()
+    assert reward.is_cuda
+    assert done.is_cuda
+    assert extras["win"].is_cuda
+    assert torch.isfinite(observations).all()
     task.close()
 
 
@@ -95,7 +100,8 @@ def test_ant_battle_runs_on_cuda():
     task.reset()
     for _ in range(30):
         observations, reward, done, extras = task.step(torch.rand(4 * 128, 8, device="cuda") * 2 - 1)
-    assert observations.shape == (4 * 128, task.num_obs) and torch.isfinite(observations).all()
+    assert observations.shape == (4 * 128, task.num_obs)
+    assert torch.isfinite(observations).all()
     assert extras["ranks"].is_cuda
     task.close()
 
@@ -115,7 +121,8 @@ def test_vec_learner_trains_on_the_mjx_backend(tmp_path):
     learner.rollout()                            # resets every environment first
     place(learner.task, 1, 1, 3.5, 0.0)          # then the opponent of environment 1 leaves the ring
     segment, outcomes, _ = learner.rollout()
-    assert segment.dones[0].tolist() == [0, 1, 0, 0] and outcomes.sum() == 1
+    assert segment.dones[0].tolist() == [0, 1, 0, 0]
+    assert outcomes.sum() == 1
     before = [p.detach().clone() for p in learner.model.parameters()]
     TrainingLoop(learner).run(stop=lambda trainer: trainer.iteration >= 2)
     assert any(not torch.equal(a, b) for a, b in zip(before, learner.model.parameters()))

@@ -44,7 +44,8 @@ def test_a_task_trains_its_games_with_workers():
         for _ in range(5):
             act = torch.rand(8, 8, generator=actions) * 2 - 1
             (obs_one, reward_one, _, _), (obs_two, reward_two, _, _) = one.step(act), two.step(act)
-            assert torch.equal(obs_one, obs_two) and torch.equal(reward_one, reward_two)
+            assert torch.equal(obs_one, obs_two)
+            assert torch.equal(reward_one, reward_two)
     finally:
         one.close()
         two.close()

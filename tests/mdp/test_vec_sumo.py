@@ -16,7 +16,8 @@ E = 4
 def test_layout_is_agent_major_with_40_observations():
     task = AntSumo(E, seed=1)
     observations = task.reset()
-    assert observations.shape == (2 * E, 40) and observations.dtype == torch.float32
+    assert observations.shape == (2 * E, 40)
+    assert observations.dtype == torch.float32
     qpos = ants(task)
     torch.testing.assert_close(observations[:E, :3], qpos[:, 0, :3])      # agent 0's own position
     torch.testing.assert_close(observations[E:, :3], qpos[:, 1, :3])      # then agent 1's
@@ -36,7 +37,8 @@ def test_ants_stand_still_with_neutral_actions():
         _, reward, done, _ = task.step(still(task))
         assert not done.any()
     assert torch.all(ants(task)[:, :, 2] > task.settings.fallen_height)
-    assert torch.all(task.hp == task.settings.hp) and torch.all(task.progress == 120)
+    assert torch.all(task.hp == task.settings.hp)
+    assert torch.all(task.progress == 120)
 
 
 def test_ring_out_loses_and_the_environment_restarts():
@@ -46,10 +48,15 @@ def test_ring_out_loses_and_the_environment_restarts():
     place(task, 2, 0, 3.4, 0.0)  # agent 0 of environment 2 outside the 3 m ring
     _, reward, done, extras = task.step(still(task))
     assert done.tolist() == [False, False, True, False]
-    assert extras["lose"][2] and not extras["win"][2] and not extras["draw"][2] and not extras["time_outs"][2]
-    assert reward[2] < -1900 and reward[E + 2] > 1900  # agent 0 (row 2), agent 1 (row E + 2)
+    assert extras["lose"][2]
+    assert not extras["win"][2]
+    assert not extras["draw"][2]
+    assert not extras["time_outs"][2]
+    assert reward[2] < -1900
+    assert reward[E + 2] > 1900  # agent 0 (row 2), agent 1 (row E + 2)
     assert abs(reward[0]) < 100
-    assert task.progress[2] == 0 and task.progress[0] == 11  # restarted: inside the ring again
+    assert task.progress[2] == 0
+    assert task.progress[0] == 11  # restarted: inside the ring again
     assert torch.all(ants(task)[2, :, :2].norm(dim=-1) <= 1.5 + 1e-6)
 
 
@@ -59,11 +66,16 @@ def test_hp_drains_while_fallen_and_zero_hp_loses():
     place(task, 1, 1, *ants(task)[1, 1, :2].tolist(), z=0.2)  # agent 1 of environment 1 lying low
     task.hp[1, 1] = 50
     _, _, done, _ = task.step(still(task))
-    assert task.hp[1, 1] == 49 and not done[1] and task.hp[0, 1] == 100
+    assert task.hp[1, 1] == 49
+    assert not done[1]
+    assert task.hp[0, 1] == 100
     place(task, 1, 1, *ants(task)[1, 1, :2].tolist(), z=0.2)
     task.hp[1, 1] = 1
     _, reward, done, extras = task.step(still(task))
-    assert done[1] and extras["win"][1] and reward[1] > 1900 and reward[E + 1] < -1900
+    assert done[1]
+    assert extras["win"][1]
+    assert reward[1] > 1900
+    assert reward[E + 1] < -1900
     assert task.hp[1, 1] == task.settings.hp  # reset
 
 
@@ -72,9 +84,13 @@ def test_time_limit_is_a_draw():
     task.reset()
     for step in range(3):
         _, reward, done, extras = task.step(still(task))
-    assert done.all() and extras["draw"].all() and extras["time_outs"].all()
-    assert not extras["win"].any() and not extras["lose"].any()
-    assert torch.all(reward < -900) and torch.all(task.progress == 0)
+    assert done.all()
+    assert extras["draw"].all()
+    assert extras["time_outs"].all()
+    assert not extras["win"].any()
+    assert not extras["lose"].any()
+    assert torch.all(reward < -900)
+    assert torch.all(task.progress == 0)
 
 
 def test_reset_idx_only_touches_the_given_environments():
@@ -86,16 +102,20 @@ def test_reset_idx_only_touches_the_given_environments():
     task.hp[:] = 42
     task.reset_idx(torch.tensor([0, 3]))
     after = ants(task)
-    assert task.hp[0].tolist() == [100, 100] and task.hp[1].tolist() == [42, 42] and task.hp[3].tolist() == [100, 100]
+    assert task.hp[0].tolist() == [100, 100]
+    assert task.hp[1].tolist() == [42, 42]
+    assert task.hp[3].tolist() == [100, 100]
     torch.testing.assert_close(after[1:3], before[1:3], rtol=0, atol=0)
-    assert not torch.allclose(after[0], before[0]) and task.progress.tolist() == [0, 5, 5, 0]
+    assert not torch.allclose(after[0], before[0])
+    assert task.progress.tolist() == [0, 5, 5, 0]
 
 
 def test_a_slower_control_rate_keeps_every_constant_per_second():
     """20 Hz control (6 physics steps): a third of the steps to the time limit, three times the HP lost and the
     speed reward per step, the same physics time per second of game."""
     fast, slow = AntSumo(E, seed=4), AntSumo(E, SumoSettings(substeps=6), seed=4)
-    assert (fast.max_episode_length, slow.max_episode_length) == (1000, 333) and slow.step_scale == 3.0
+    assert (fast.max_episode_length, slow.max_episode_length) == (1000, 333)
+    assert slow.step_scale == 3.0
     qpos, qvel = fast.split(*fast.physics.state())
     qpos, qvel = qpos.clone(), qvel.clone()
     qpos[1, 1, 2] = 0.2                        # agent 1 of environment 1 lying low
@@ -105,14 +125,16 @@ def test_a_slower_control_rate_keeps_every_constant_per_second():
         task.reset()
         task.previous_radius = qpos[..., :2].norm(dim=-1)
         rewards[task] = task._judge(qpos, qvel, torch.zeros(E, 2, 8))[0]
-    assert fast.hp[1, 1] == 99 and slow.hp[1, 1] == 97
+    assert fast.hp[1, 1] == 99
+    assert slow.hp[1, 1] == 97
     torch.testing.assert_close(rewards[slow], 3 * rewards[fast])   # speed reward and costs per step, × 3
 
 
 def test_egocentric_columns_and_time_left():
     task = AntSumo(E, SumoSettings(egocentric=True, observe_time=True), seed=2)
     observations = task.reset()
-    assert task.num_obs == 52 and observations.shape == (2 * E, 52)
+    assert task.num_obs == 52
+    assert observations.shape == (2 * E, 52)
     qpos = ants(task)
     assert torch.all(observations[:, 40] == 1.0)                                   # the whole episode is left
     # spawned facing the centre: the centre lies straight ahead, as far as the ant's radius, and so does the opponent
@@ -125,14 +147,18 @@ def test_egocentric_columns_and_time_left():
     torch.testing.assert_close(ahead[:, 48], gap, atol=1e-4, rtol=0)                  # its distance
     assert torch.all(ahead[:, 50:52] == 0)                                           # at rest: no closing speed
     task.step(still(task))
-    assert torch.all(task.reset() [:, 40] == 1.0) and torch.all(task.step(still(task))[0][:, 40] < 1.0)
+    assert torch.all(task.reset() [:, 40] == 1.0)
+    assert torch.all(task.step(still(task))[0][:, 40] < 1.0)
 
 
 def test_spawn_band_and_yaw_follow_the_settings():
     task = AntSumo(64, SumoSettings(spawn_radius=(1.0, 3.0), spawn_yaw=0.5), seed=6)
     task.reset()
     radius = ants(task)[:, :, :2].norm(dim=-1)
-    assert radius.min() >= 1.0 - 1e-6 and radius.max() <= 3.0 + 1e-6 and radius.max() > 2.5
+    assert radius.min() >= 1.0 - 1e-6
+    assert radius.max() <= 3.0 + 1e-6
+    assert radius.max() > 2.5
     cos, sin = task.heading(ants(task))
     facing = -(ants(task)[:, :, :2] / radius[..., None] * torch.stack([cos, sin], -1)).sum(-1)  # cos of the deviation
-    assert facing.min() < 0.97 and facing.min() >= torch.cos(torch.tensor(0.5)) - 1e-4
+    assert facing.min() < 0.97
+    assert facing.min() >= torch.cos(torch.tensor(0.5)) - 1e-4

@@ -16,7 +16,9 @@ def test_blob_round_trip_includes_normalizers():
     source.observation_normalizer.update(torch.randn(100, 5) * 3 + 1)
     target = ActorCritic(space, gymnasium.spaces.Discrete(3))
     blob = to_blob(source)
-    assert blob.dtype == np.float32 and blob.ndim == 1 and blob.flags["C_CONTIGUOUS"]
+    assert blob.dtype == np.float32
+    assert blob.ndim == 1
+    assert blob.flags["C_CONTIGUOUS"]
     load_blob(target, blob)
     observation = torch.randn(7, 5)
     assert torch.equal(source(observation)[0].logits, target(observation)[0].logits)
@@ -38,7 +40,9 @@ def test_gaussian_head_and_values():
                         ModelSettings.defaults(hidden=(16,)))
     observation = torch.randn(6, 3)
     action, log_prob, value = model.act(observation)
-    assert action.shape == (6, 2) and log_prob.shape == (6,) and value.shape == (6,)
+    assert action.shape == (6, 2)
+    assert log_prob.shape == (6,)
+    assert value.shape == (6,)
     deterministic = model.act(observation, deterministic=True)[0]
     assert torch.allclose(deterministic, model(observation)[0].mean)
     assert model.env_action(action[0].numpy()).shape == (2,)
@@ -49,7 +53,9 @@ def test_dict_and_image_batching():
                                    "b": gymnasium.spaces.Discrete(3)})
     batcher = ObservationBatcher(space)
     batch = batcher([{"a": np.ones((2, 2)), "b": 2}, {"a": np.zeros((2, 2)), "b": 0}])
-    assert batch.shape == (2, 7) and batch[0, -1] == 1 and batch[1, 4] == 1
+    assert batch.shape == (2, 7)
+    assert batch[0, -1] == 1
+    assert batch[1, 4] == 1
     assert np.array_equal(batcher.convert({"a": np.ones((2, 2)), "b": 2}), batch[0])
     image = gymnasium.spaces.Box(0, 255, (64, 64, 3), np.uint8)
     model = ActorCritic(image, gymnasium.spaces.Discrete(4), ModelSettings.defaults(hidden=(32,)))
@@ -64,7 +70,9 @@ def test_continuous_actions_stay_in_bounds(bound):
     model = ActorCritic(gymnasium.spaces.Box(-1, 1, (3,), np.float32), space, ModelSettings.defaults(log_std=2.0, bound=bound))
     actions = model.act(torch.randn(500, 3))[0].numpy()
     converted = np.stack([model.env_action(a) for a in actions])
-    assert np.all(converted >= space.low) and np.all(converted <= space.high)
-    assert converted.min(0)[0] < -1.5 and converted.max(0)[0] > 1.5  # the whole range is reachable
+    assert np.all(converted >= space.low)
+    assert np.all(converted <= space.high)
+    assert converted.min(0)[0] < -1.5
+    assert converted.max(0)[0] > 1.5  # the whole range is reachable
     with pytest.raises(ValueError, match="model.bound"):
         ModelSettings.defaults(bound="sigmoid")

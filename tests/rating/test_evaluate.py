@@ -43,7 +43,8 @@ def test_round_robin_writes_ratings_and_plots(tmp_path):
                          "--opponents", str(tmp_path / "league" / "checkpoints"),
                          "--out", str(out), "-m", "sample.envs=4", "mdp.pong.score=1", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr[-3000:]
-    assert "ratings (Bradley-Terry Elo" in completed.stderr and "Spearman" in completed.stderr
+    assert "ratings (Bradley-Terry Elo" in completed.stderr
+    assert "Spearman" in completed.stderr
     with open(out / "ratings.csv") as stream:
         rows = list(csv.DictReader(stream))
     assert [row["iteration"] for row in rows] == ["1", "2", "3", "1"]
@@ -61,14 +62,17 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path, capsys):
     empty.mkdir()
     assert main(["--checkpoints", str(empty)]) == 2
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "no checkpoint-*.pt" in error
+    assert error.count("\n") == 1
+    assert "no checkpoint-*.pt" in error
     make_checkpoints(tmp_path / "cartpole", [], 1, files=("mdp/gym.yml",))
     assert main(["--checkpoints", str(tmp_path / "cartpole")]) == 2      # a run directory works as its folder
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "not a checkpoint of this architecture" in error
+    assert error.count("\n") == 1
+    assert "not a checkpoint of this architecture" in error
     with pytest.raises(SystemExit) as exit_:
         main(["--checkpoints", str(empty), "--games", "0"])
-    assert exit_.value.code == 2 and "--games" in capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert "--games" in capsys.readouterr().err
 
 
 def test_n_player_tournament_uses_ranks(tmp_path):

@@ -39,7 +39,8 @@ def test_bradley_terry_fit_by_hand():
     assert ratings.mean() == pytest.approx(1200)
     # a transitive chain keeps its order, and an unbeaten player stays finite thanks to the prior
     chain = fit_elo(np.array([[0, 10, 10], [0, 0, 10], [0, 0, 0]]), np.full((3, 3), 10) - 10 * np.eye(3))
-    assert chain[0] > chain[1] > chain[2] and np.all(np.isfinite(chain))
+    assert chain[0] > chain[1] > chain[2]
+    assert np.all(np.isfinite(chain))
 
 
 def test_skill_rating_by_hand():
@@ -64,11 +65,14 @@ def test_schedule_and_pairwise_tally():
     from lamarckian.rating.tournament import Tally, multiplayer_elo, schedule
 
     assert schedule(3, 2) == [[0, 1], [1, 0], [0, 2], [2, 0], [1, 2], [2, 1]]
-    assert schedule(4, 3, seats=3)[:3] == [[0, 1, 2], [1, 2, 0], [2, 0, 1]] and len(schedule(4, 3, seats=3)) == 12
+    assert schedule(4, 3, seats=3)[:3] == [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
+    assert len(schedule(4, 3, seats=3)) == 12
     tally = Tally(3)
     game = [EpisodeResult(fitness=0.0, rank=1.0), EpisodeResult(fitness=0.0, rank=2.5),
             EpisodeResult(fitness=0.0, rank=2.5)]
     tally.add([2, 0, 1], game)
-    assert tally.scores[2, 0] == 1 and tally.scores[0, 1] == 0.5 and tally.scores[0, 2] == 0
+    assert tally.scores[2, 0] == 1
+    assert tally.scores[0, 1] == 0.5
+    assert tally.scores[0, 2] == 0
     assert tally.games.sum() == 6
     assert multiplayer_elo(3, [[2, 0, 1]], [game]) == pytest.approx([1192, 1192, 1216])

@@ -11,7 +11,9 @@ def test_round_trip_through_the_wire_form():
     result = EpisodeResult.of({"fitness": 3, "win": 1, "objectives": {"lazy": 0.25}}, opponent="pool",
                               snapshots=[4], scores=[1.0])
     again = EpisodeResult.from_wire(result.to_wire())
-    assert again == result and isinstance(again.fitness, float) and again.rank is None
+    assert again == result
+    assert isinstance(again.fitness, float)
+    assert again.rank is None
 
 
 @pytest.mark.parametrize("data", [{"win": 1.0}, {"fitness": 1.0, "owner": "x"}, [1.0], {"fitness": 1.0,
@@ -40,9 +42,13 @@ def test_a_segment_survives_the_wire_and_a_malformed_one_is_refused():
             "dones": np.zeros(3, bool), "truncated": np.zeros(3, bool), "final_values": np.zeros(3, np.float32)}
     segment = stack_lanes([{**lane, "version": 5}, {**lane, "version": 4}], steps=6,
                           results=[EpisodeResult(fitness=1.0)])
-    assert segment.observations.shape == (3, 2, 2) and segment.values.shape == (4, 2) and segment.version == 4
+    assert segment.observations.shape == (3, 2, 2)
+    assert segment.values.shape == (4, 2)
+    assert segment.version == 4
     again = Segment.from_wire(segment.to_wire())
-    assert again.results == segment.results and again.steps == 6 and np.array_equal(again.rewards, segment.rewards)
+    assert again.results == segment.results
+    assert again.steps == 6
+    assert np.array_equal(again.rewards, segment.rewards)
     wire = segment.to_wire()
     with pytest.raises(ValueError, match="without rewards"):
         Segment.from_wire({k: v for k, v in wire.items() if k != "rewards"})

@@ -41,8 +41,10 @@ def test_battle_checkpoints_and_pool_get_multiplayer_elo(tmp_path, capsys):
     assert code == 0
     rows = list(csv.DictReader(open(out / "ratings.csv")))
     names = [row["name"] for row in rows]
-    assert sum("pool-" in name for name in names) >= 3 and sum("pool-" not in name for name in names) == 3
-    assert all(float(row["elo"]) > 0 for row in rows) and (out / "winrate.png").is_file()
+    assert sum("pool-" in name for name in names) >= 3
+    assert sum("pool-" not in name for name in names) == 3
+    assert all(float(row["elo"]) > 0 for row in rows)
+    assert (out / "winrate.png").is_file()
     assert "multi-player Elo" in capsys.readouterr().err
 
 
@@ -53,7 +55,8 @@ def test_sumo_checkpoints_are_rated(tmp_path):
     assert evaluate.main(["-c", "mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "-m", "mdp.vec.num_envs.cpu=6", "--checkpoints",
                           str(folder), "--games", "2", "--out", str(out)]) == 0
     rows = list(csv.DictReader(open(out / "ratings.csv")))
-    assert len(rows) == 3 and abs(sum(float(r["elo"]) for r in rows) / 3 - 1200) < 1
+    assert len(rows) == 3
+    assert abs(sum(float(r["elo"]) for r in rows) / 3 - 1200) < 1
 
 
 def test_every_match_gets_ranks_for_every_seat():
@@ -63,10 +66,12 @@ def test_every_match_gets_ranks_for_every_seat():
     template = vec_model(task, config["model"])
     stacked = StackedPolicies(template, [to_blob(template)] * 3, task.device)
     results = play_vec_matches(task, stacked, [[0, 1, 2], [1, 2, 0], [2, 0, 1]])
-    assert len(results) == 3 and all(len(game) == 3 for game in results)
+    assert len(results) == 3
+    assert all(len(game) == 3 for game in results)
     for game in results:
         ranks = sorted(r.rank for r in game)
-        assert ranks[0] == 1 and all(1 <= r <= 3 for r in ranks)
+        assert ranks[0] == 1
+        assert all(1 <= r <= 3 for r in ranks)
     task.close()
 
 
@@ -74,4 +79,5 @@ def test_too_few_checkpoints_is_a_clear_error(tmp_path, capsys):
     folder = tmp_path / "checkpoints"
     folder.mkdir()
     code = evaluate.main(["-c", "mdp/vec/ant_sumo.yml", "--checkpoints", str(folder)])
-    assert code == 2 and "no checkpoint" in capsys.readouterr().err
+    assert code == 2
+    assert "no checkpoint" in capsys.readouterr().err

@@ -100,9 +100,11 @@ def test_mdps_that_render_frames_are_filmed(tmp_path, files, changes, side):
     assert completed.returncode == 0, completed.stderr[-2000:]
     written = WROTE.search(completed.stderr)
     frames, steps = int(written.group(2)), int(written.group(3))
-    assert steps >= 1 and frames == steps + round(1.5 * 30)                # a frame a step, the result held
+    assert steps >= 1
+    assert frames == steps + round(1.5 * 30)                # a frame a step, the result held
     count, (width, height) = gif_frames(tmp_path / "episode.gif", fps=30)
-    assert count == frames and (side is None or min(width, height) >= side)
+    assert count == frames
+    assert (side is None or min(width, height) >= side)
 
 
 @pytest.mark.parametrize("arguments, message", [
@@ -113,7 +115,8 @@ def test_mdps_that_render_frames_are_filmed(tmp_path, files, changes, side):
 def test_bad_video_arguments_are_one_line(sumo_run, tmp_path, arguments, message):
     arguments = [a if not a.startswith("match") else str(tmp_path / a) for a in arguments]
     completed = evaluate("-c", "mdp/vec/ant_sumo.yml", "--checkpoints", str(sumo_run), *arguments)
-    assert completed.returncode == 2 and message in completed.stderr, completed.stderr[-1500:]
+    assert completed.returncode == 2, completed.stderr[-1500:]
+    assert message in completed.stderr, completed.stderr[-1500:]
     assert len(completed.stderr.strip().splitlines()) == 1
 
 
@@ -123,5 +126,6 @@ def test_no_opengl_is_one_clear_line(sumo_run, tmp_path):
                          str(tmp_path / "match.mp4"), env={"MUJOCO_GL": "osmesa",
                                                            "PYOPENGL_OSMESA_LIBRARY": "/nonexistent/libOSMesa.so"})
     assert completed.returncode == 2, completed.stderr[-1500:]
-    assert "OpenGL" in completed.stderr and len(completed.stderr.strip().splitlines()) == 1
+    assert "OpenGL" in completed.stderr
+    assert len(completed.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "match.mp4").exists()

@@ -47,12 +47,16 @@ def test_workers_get_weights_only_when_they_changed(server):
     assert alice.request({"op": "hello", "policy": "torch"})["worker"] == "alice"
     first = alice.request({"op": "weights", "have": -1})
     np.testing.assert_array_equal(first["blob"], np.arange(10, dtype=np.float32))
-    assert first["version"] == 3 and first["extras"] == {"epsilon": 0.1}
+    assert first["version"] == 3
+    assert first["extras"] == {"epsilon": 0.1}
     ack = alice.request({"op": "segment", "have": 3, "segment": segment(), "imports": []})
-    assert ack["accepted"] and ack["version"] == 3 and "blob" not in ack
+    assert ack["accepted"]
+    assert ack["version"] == 3
+    assert "blob" not in ack
     publish(server, version=4)
     ack = alice.request({"op": "segment", "have": 3, "segment": segment(), "imports": []})
-    assert ack["version"] == 4 and "blob" in ack
+    assert ack["version"] == 4
+    assert "blob" in ack
     ack = alice.request({"op": "segment", "segment": segment(), "imports": []})   # an ONNX worker: no have
     assert "blob" not in ack
 
@@ -77,7 +81,8 @@ def test_garbage_drops_the_worker_and_is_counted(server):
     bob.socket.send_multipart([b"\xc1garbage", b"more"])
     assert wait_for(lambda: server.server.statistics().get("garbage") == 1)
     stats = server.server.statistics()
-    assert stats["dropped_workers"] == 1 and stats["workers"]["bob"]["garbage"] == 1
+    assert stats["dropped_workers"] == 1
+    assert stats["workers"]["bob"]["garbage"] == 1
     assert bob.send({"op": "hello", "policy": "torch"}) is not None
     assert bob.receive(0.5) is None                       # banned: its messages are ignored ...
     assert wait_for(lambda: server.server.statistics().get("ignored", 0) >= 1)
@@ -124,7 +129,8 @@ def test_the_rate_limit_and_the_queue_bound_hold(tmp_path):
         assert {answer.get("reason") for answer in answers if not answer["accepted"]} == {"rate limit"}
         stats = server.server.statistics()
         assert stats["rate_limited"] == 12 - accepted
-        assert stats["queued"] == 5 and stats["overflow"] == accepted - 5     # the oldest left
+        assert stats["queued"] == 5
+        assert stats["overflow"] == accepted - 5     # the oldest left
 
 
 def test_a_revoked_worker_learns_it_when_it_reconnects(server):
@@ -153,4 +159,5 @@ def test_a_pickled_payload_is_garbage_never_unpickled(server):
     alice = server.client("alice")
     alice.socket.send_multipart([body, *buffers])
     assert wait_for(lambda: server.server.statistics().get("garbage") == 1)
-    assert alice.receive(0.3) is None and server.server.statistics()["workers"]["alice"]["policy"] == ""
+    assert alice.receive(0.3) is None
+    assert server.server.statistics()["workers"]["alice"]["policy"] == ""

@@ -38,7 +38,8 @@ def test_ppo_drops_stale_and_exported_policy_segments(server):
                                           changes=("train.batch=16", "rl.ppo.max_staleness=2")), connect)
     try:
         learner.start_actors()
-        assert server.server.version == 0 and len(server.server.blob) > 0     # the workers' starting weights
+        assert server.server.version == 0
+        assert len(server.server.blob) > 0     # the workers' starting weights
         learner.version = 10
         alice = server.client("alice")
         for version, fill in ((FIXED_VERSION, 1.0), (7, 2.0), (9, 3.0)):
@@ -48,9 +49,11 @@ def test_ppo_drops_stale_and_exported_policy_segments(server):
                        "segment": {**cartpole_segment(10, 4.0), "observations": np.zeros((4, 2, 5), np.float32)}})
         segments, steps, _ = learner._collect()
         assert [float(s.observations[0, 0, 0]) for s in segments] == [3.0]
-        assert learner.dropped == 1 and steps == 16                           # version 7 is 3 behind
+        assert learner.dropped == 1
+        assert steps == 16                           # version 7 is 3 behind
         stats = learner.fleet_statistics()
-        assert stats["remote/fixed_dropped"] == 1 and stats["remote/mismatched"] == 0
+        assert stats["remote/fixed_dropped"] == 1
+        assert stats["remote/mismatched"] == 0
         for fill in (5.0, 6.0):
             alice.request({"op": "segment", "have": 0, "imports": [], "segment": cartpole_segment(10, fill)})
         assert [float(s.observations[0, 0, 0]) for s in learner._collect()[0]] == [5.0, 6.0]
@@ -82,10 +85,12 @@ def test_a3c_applies_a_workers_gradient_and_counts_a_wrong_sized_one(server):
         for wire in (bad, report):
             assert alice.request({"op": "segment", "have": 0, "segment": wire, "imports": []})["accepted"]
         stats = learner.step()
-        assert stats["gradients"] == 1 and stats["malformed"] == 1
+        assert stats["gradients"] == 1
+        assert stats["malformed"] == 1
         assert any(not torch.equal(a, b) for a, b in zip(before, learner.model.parameters()))
         alice.send({"op": "segment", "have": 0, "imports": [], "segment": {**report, "gradient": "steep"}})
-        assert alice.receive(0.5) is None and server.server.statistics()["garbage"] == 1
+        assert alice.receive(0.5) is None
+        assert server.server.statistics()["garbage"] == 1
     finally:
         actor.close()
         learner.close()

@@ -15,7 +15,8 @@ def test_keep_newest_and_skip_broken(tmp_path):
     newest = checkpoints.paths()[-1]
     newest.write_bytes(newest.read_bytes()[:40])  # a half-written file (as if the disk filled up)
     path, state = checkpoints.load_newest()
-    assert state["iteration"] == 2 and path.name.endswith("02.pt")
+    assert state["iteration"] == 2
+    assert path.name.endswith("02.pt")
     assert not list(tmp_path.glob(".checkpoint-*"))  # no temporary files left behind
 
 
@@ -30,5 +31,6 @@ def test_failed_write_leaves_nothing(tmp_path):
         checkpoints.save(1, {"bad": Unsavable()})
     except RuntimeError:
         pass
-    assert checkpoints.paths() == [] and list(tmp_path.iterdir()) == []
+    assert checkpoints.paths() == []
+    assert list(tmp_path.iterdir()) == []
     assert checkpoints.load_newest() is None

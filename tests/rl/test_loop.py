@@ -41,9 +41,11 @@ def test_a_run_ends_with_an_evaluation_of_its_final_weights(tmp_path):
     assert code == 0
     evaluations = rows(tmp_path / "evaluations.csv")
     newest = Checkpoints(tmp_path / "checkpoints").load_newest()[1]
-    assert len(evaluations) == 2 and int(evaluations[0]["iteration"]) == 1      # at 0 s, and at the end
+    assert len(evaluations) == 2
+    assert int(evaluations[0]["iteration"]) == 1      # at 0 s, and at the end
     assert int(evaluations[-1]["cost"]) == newest["cost"] > 12000
-    assert newest["evaluations"][-1]["cost"] == newest["cost"] and newest["format"] == CHECKPOINT_FORMAT
+    assert newest["evaluations"][-1]["cost"] == newest["cost"]
+    assert newest["format"] == CHECKPOINT_FORMAT
 
 
 def test_evaluation_episodes_a_policy_never_ends_are_capped(tmp_path, capsys):
@@ -53,8 +55,10 @@ def test_evaluation_episodes_a_policy_never_ends_are_capped(tmp_path, capsys):
                        "sample.envs=2", "train.batch=128", "evaluator.terminate=self.iteration >= 2"])
     assert code == 0
     evaluations = rows(tmp_path / "evaluations.csv")
-    assert len(evaluations) == 2 and all(float(row["length"]) <= 150 for row in evaluations)
-    assert float(evaluations[-1]["capped"]) > 0 and "cut at evaluator.max_steps" in capsys.readouterr().err
+    assert len(evaluations) == 2
+    assert all(float(row["length"]) <= 150 for row in evaluations)
+    assert float(evaluations[-1]["capped"]) > 0
+    assert "cut at evaluator.max_steps" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("trainer, changes, file", [(VecLearner, SUMO, "format1_vec_learner.pt"),
@@ -67,10 +71,12 @@ def test_checkpoints_written_before_the_format_existed_load(trainer, changes, fi
     learner = trainer(load(files, changes))
     loop = TrainingLoop(learner)
     loop.load_state_dict(upgrade_checkpoint(state, file))
-    assert (learner.iteration, learner.cost) == (int(state["iteration"]), int(state["cost"])) and learner.iteration > 0
+    assert (learner.iteration, learner.cost) == (int(state["iteration"]), int(state["cost"]))
+    assert learner.iteration > 0
     for name, tensor in learner.model.state_dict().items():
         assert torch.equal(tensor, state["model"][name]), name
-    assert learner.update_rule.lr == pytest.approx(state["lr"]) and learner.evaluator.history == []
+    assert learner.update_rule.lr == pytest.approx(state["lr"])
+    assert learner.evaluator.history == []
     if trainer is VecLearner:
         assert len(learner.pool) == len(state["pool"]["snapshots"]) >= 2
         learner.step()                                     # and training goes on from there
@@ -97,10 +103,12 @@ def test_resume_restores_what_the_run_shows(tmp_path):
     expected = (torch.rand(4), learner.update_rule.generator.get_state(), learner.generator.get_state())
     resumed = VecLearner(config)
     assert TrainingLoop(resumed, tmp_path).resume() is not None
-    assert resumed.training == learner.training and resumed.training["return"] == 3.0
+    assert resumed.training == learner.training
+    assert resumed.training["return"] == 3.0
     assert resumed.win_rate_against_initial() == learner.win_rate_against_initial() == pytest.approx(3.5 / 4)
     assert resumed.update_rule.lr == pytest.approx(1.234e-4)
-    assert resumed.evaluator.history == learner.evaluator.history and len(resumed.evaluator.history) == 3
+    assert resumed.evaluator.history == learner.evaluator.history
+    assert len(resumed.evaluator.history) == 3
     assert resumed.evaluator.latest == learner.evaluator.latest
     assert [s.games for s in resumed.pool.snapshots.values()] == [s.games for s in learner.pool.snapshots.values()]
     assert torch.equal(torch.rand(4), expected[0])             # the process's stream continues where it was saved
@@ -135,7 +143,8 @@ def test_in_process_actors_leave_the_learners_process_settings_alone():
         learner = Learner(config)
         learner.start_actors()
         try:
-            assert torch.get_num_threads() == 2 and len(learner.actors) == 2
+            assert torch.get_num_threads() == 2
+            assert len(learner.actors) == 2
             assert torch.equal(torch.rand(3), expected)       # building the model and the actors drew nothing
         finally:
             learner.close()
@@ -150,7 +159,8 @@ def test_wandb_logs_the_same_scalars_offline(tmp_path, monkeypatch):
     TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.iteration >= 2)
     learner.close()
     runs = list((tmp_path / "wandb").glob("offline-run-*"))
-    assert len(runs) == 1 and list(runs[0].glob("*.wandb"))
+    assert len(runs) == 1
+    assert list(runs[0].glob("*.wandb"))
     log = next(runs[0].glob("*.wandb")).read_bytes()   # wandb's record log: the tags are stored verbatim
     assert all(tag in log for tag in (b"loss/policy", b"train/win_initial", b"pool/size", b"entropy"))
 
@@ -159,7 +169,9 @@ def test_missing_wandb_is_one_line_naming_the_extra(tmp_path, monkeypatch, capsy
     monkeypatch.setitem(sys.modules, "wandb", None)
     code = train_main(["-c", "mdp/vec/ant_sumo.yml", "-m", *SUMO, f"root={tmp_path}/run", "evaluator.wandb=x"])
     error = capsys.readouterr().err
-    assert code == 2 and "pip install 'lamarckian[wandb]'" in error and len(error.strip().splitlines()) == 1
+    assert code == 2
+    assert "pip install 'lamarckian[wandb]'" in error
+    assert len(error.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
 
 

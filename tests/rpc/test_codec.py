@@ -24,7 +24,8 @@ def round_trip(value, serializer="msgpack"):
 def test_arrays_keep_dtype_shape_and_values(dtype, shape):
     array = (np.arange(int(np.prod(shape))) % 3).astype(dtype).reshape(shape)
     result = round_trip(array)
-    assert result.dtype == array.dtype and result.shape == array.shape
+    assert result.dtype == array.dtype
+    assert result.shape == array.shape
     np.testing.assert_array_equal(result, array)
 
 
@@ -37,8 +38,12 @@ def test_nested_containers_scalars_and_tuples():
     result = round_trip(value)
     assert result["a"] == [1, 2.5, "x", None, True, b"raw"]
     scalar, integer, inner = result[3]
-    assert isinstance(result[3], tuple) and isinstance(inner, tuple)
-    assert scalar.dtype == np.float32 and scalar == 1.5 and integer.dtype == np.int64 and integer == -7
+    assert isinstance(result[3], tuple)
+    assert isinstance(inner, tuple)
+    assert scalar.dtype == np.float32
+    assert scalar == 1.5
+    assert integer.dtype == np.int64
+    assert integer == -7
     np.testing.assert_array_equal(inner[1][0], np.ones((2, 2), np.int16))
     np.testing.assert_array_equal(result["deep"]["deeper"]["array"], np.arange(6).reshape(2, 3))
 
@@ -52,7 +57,9 @@ def test_non_contiguous_arrays_are_sent_as_their_values():
 def test_torch_tensors_round_trip(dtype):
     tensor = torch.arange(12).reshape(3, 4).to(dtype).t()  # non-contiguous
     result = round_trip({"t": tensor})["t"]
-    assert isinstance(result, torch.Tensor) and result.dtype == dtype and result.shape == tensor.shape
+    assert isinstance(result, torch.Tensor)
+    assert result.dtype == dtype
+    assert result.shape == tensor.shape
     assert torch.equal(result, tensor)
 
 

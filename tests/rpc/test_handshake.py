@@ -86,7 +86,8 @@ def test_a_client_without_the_secret_never_gets_a_call_executed(served):
     intruder.send(intruder.wire.pack(Kind.CALL, 3, ["add", [1], {}], sealed=False))   # a plain call
     intruder.send(intruder.wire.pack(Kind.CALL, 4, ["add", [1], {}], sealed=True))    # a call tagged with its key
     stats = stats_after(target, "unauthenticated", 3)
-    assert stats["unauthenticated"] == 3 and stats.get("served", 0) == 0
+    assert stats["unauthenticated"] == 3
+    assert stats.get("served", 0) == 0
     assert not intruder.socket.poll(200)                                 # and nothing came back
     with Any([target], settings=SETTINGS, secret=SECRET) as someone:     # the server still serves its own run
         assert someone("add", 1) == 2
@@ -111,7 +112,8 @@ def test_a_recorded_handshake_cannot_be_replayed(served):
     replayer.send(proof)                                                 # ... which the old proof does not answer
     replayer.send(honest.wire.pack(Kind.CALL, 4, ["add", [5], {}], sealed=False))
     stats = stats_after(target, "unauthenticated", 2)
-    assert stats["unauthenticated"] == 2 and stats["served"] == 1
+    assert stats["unauthenticated"] == 2
+    assert stats["served"] == 1
     assert not replayer.socket.poll(200)
 
 
@@ -122,7 +124,8 @@ def test_a_proof_without_a_challenge_and_junk_handshakes_are_refused(served):
     peer.send(peer.wire.pack(Kind.HELLO, 2, b"short", sealed=False))              # not a 32-byte nonce
     peer.send(peer.wire.pack(Kind.PROOF, 3, "junk", sealed=False))
     stats = stats_after(target, "malformed", 2)
-    assert stats["unauthenticated"] == 1 and stats["malformed"] == 2
+    assert stats["unauthenticated"] == 1
+    assert stats["malformed"] == 2
 
 
 def test_links_on_one_node_trust_the_connection_unless_mac_always(served):

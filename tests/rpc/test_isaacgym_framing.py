@@ -24,7 +24,8 @@ def load_server():
 def test_framing_constants_match_the_package():
     server = load_server()
     assert (server.MAGIC, server.VERSION) == (wire.MAGIC, wire.SEALED)  # the isaacgym server speaks the sealed framing
-    assert server.PREFIX.format == wire._PREFIX.format and server.PREFIX.size == wire.PREFIX_BYTES
+    assert server.PREFIX.format == wire._PREFIX.format
+    assert server.PREFIX.size == wire.PREFIX_BYTES
     assert [server.PING, server.PONG, server.CALL, server.REPLY, server.ERROR] == \
         [wire.Kind.PING, wire.Kind.PONG, wire.Kind.CALL, wire.Kind.REPLY, wire.Kind.ERROR]
     assert (server.EXT_NDARRAY, server.EXT_TUPLE, server.EXT_SCALAR) == \
@@ -41,5 +42,7 @@ def test_a_reply_framed_by_the_server_is_read_by_the_package():
     header = server.PREFIX.pack(server.MAGIC, server.VERSION, server.REPLY, 42, secrets.token_bytes(16)) + body
     message = wire.Wire(key, RpcSettings.defaults(bulk_mac="hmac-sha256")).unpack(
         [header, *[bytes(f) for f in frames], server.tag(key, header, frames)])
-    assert message.kind == wire.Kind.REPLY and message.request_id == 42
-    assert np.array_equal(message.value["obs"], value["obs"]) and message.value["done"] == (True, 3)
+    assert message.kind == wire.Kind.REPLY
+    assert message.request_id == 42
+    assert np.array_equal(message.value["obs"], value["obs"])
+    assert message.value["done"] == (True, 3)

@@ -31,8 +31,10 @@ def test_remote_exception_carries_type_message_traceback_and_actor():
         with pytest.raises(RemoteError) as info:
             everyone("fail", "bad input")
         error = info.value
-        assert error.type_name == "builtins.ValueError" and error.remote_message == "bad input"
-        assert "raise ValueError(message)" in error.remote_traceback and error.actor.startswith("Echo(pid=")
+        assert error.type_name == "builtins.ValueError"
+        assert error.remote_message == "bad input"
+        assert "raise ValueError(message)" in error.remote_traceback
+        assert error.actor.startswith("Echo(pid=")
         assert everyone("add", 1) == [3]  # still serving
 
 
@@ -68,7 +70,8 @@ def test_any_map_keeps_actors_busy_in_both_orders():
         values = list(someone.map([("add", i, 0) for i in range(10)]))
         assert [v % 100 for v in values] == list(range(10))
         unordered = list(someone.map([("sleep", 0.3), ("sleep", 0.0), ("sleep", 0.0)], ordered=False))
-        assert sorted(unordered) == sorted(unordered) and len(unordered) == 3
+        assert sorted(unordered) == sorted(unordered)
+        assert len(unordered) == 3
         started = time.monotonic()
         list(someone.map([("sleep", 0.3)] * 4))
         assert time.monotonic() - started < 1.0  # two actors in parallel: 0.6 s, not 1.2 s

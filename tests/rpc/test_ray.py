@@ -84,7 +84,8 @@ def test_sigkill_during_all(ray_local):
     with pytest.raises(ActorDiedError) as info:
         everyone("sleep", 5.0)
     assert time.monotonic() - started < TIMEOUT
-    assert info.value.actor == victim.name and info.value.index == 1
+    assert info.value.actor == victim.name
+    assert info.value.index == 1
     everyone.remove(1)
     everyone.add(spawn(ray_local, 1, first_tag=7)[0])
     assert everyone("add", 0, 0) == [0, 2, 7]
@@ -97,7 +98,8 @@ def test_sigkill_during_broadcasts(ray_local):
         everyone.broadcast("sleep", 0.3)  # several in flight when the victim dies
     with pytest.raises(ActorDiedError) as info:
         everyone.wait()
-    assert info.value.actor == victim.name and time.monotonic() - started < 0.5 + TIMEOUT
+    assert info.value.actor == victim.name
+    assert time.monotonic() - started < 0.5 + TIMEOUT
     everyone.remove(0)
     everyone.add(spawn(ray_local, 1, first_tag=9)[0])
     everyone.broadcast("sleep", 0.01)
@@ -113,7 +115,8 @@ def test_sigkill_during_any_map(ray_local):
         for result in someone.map([("sleep", 0.2)] * 40):
             results.append(result)
     assert time.monotonic() - started < 0.5 + TIMEOUT
-    assert info.value.actor == victim.name and 0 < len(results) < 40
+    assert info.value.actor == victim.name
+    assert 0 < len(results) < 40
     someone.remove(victim.handle)
     assert someone("add", 1, 0) == 2  # the other actor keeps working
     someone.add(spawn(ray_local, 1, first_tag=5)[0])
@@ -133,11 +136,15 @@ def test_as_completed_survives_a_killed_actor(ray_local):
             replaced = True
     died = [c for c, o in outcomes if isinstance(o, ActorDiedError)]
     failed = [o for c, o in outcomes if isinstance(o, RemoteError)]
-    assert replaced and len(died) >= 1 and time.monotonic() - started < 12 * 0.2 + TIMEOUT
+    assert replaced
+    assert len(died) >= 1
+    assert time.monotonic() - started < 12 * 0.2 + TIMEOUT
     assert len(outcomes) == len(calls)  # every call answered once: a result, the remote error or the death
-    assert len(failed) == 1 and "boom" in str(failed[0])
+    assert len(failed) == 1
+    assert "boom" in str(failed[0])
     slept = [o for c, o in outcomes if c[0] == "sleep" and not isinstance(o, ActorDiedError)]
-    assert len(slept) == 12 - len(died) and 3 in slept  # the replacement (tag 3) took calls
+    assert len(slept) == 12 - len(died)
+    assert 3 in slept  # the replacement (tag 3) took calls
     someone.close()
 
 
@@ -152,7 +159,8 @@ def test_sigkill_during_gather(ray_local):
             deadline = time.monotonic() + 0.3 + TIMEOUT
             while time.monotonic() < deadline:
                 seen.append(gather(timeout=TIMEOUT)[0])
-    assert info.value.actor == victim.name and 21 in seen
+    assert info.value.actor == victim.name
+    assert 21 in seen
     gather.remove(victim.handle)
     gather.add(spawn(ray_local, 1, first_tag=30)[0])
     with gather.gathering("count"):
@@ -205,8 +213,10 @@ def test_hostile_process_is_rejected_and_counted(ray_local):
             if stats.get("oversize") and stats.get("version") and stats.get("malformed", 0) >= 3:
                 break
             time.sleep(0.1)
-    assert stats["malformed"] >= 3 and stats["unauthenticated"] == 1
-    assert stats["version"] == 1 and stats["oversize"] == 1
+    assert stats["malformed"] >= 3
+    assert stats["unauthenticated"] == 1
+    assert stats["version"] == 1
+    assert stats["oversize"] == 1
 
 
 def test_curve_encryption_and_decorating_a_ray_actor_class(ray_local):

@@ -34,7 +34,10 @@ def test_the_seed_readme_rpc_examples_run_as_written():
         rpc_gather = Gather(rpc_all)
         stopper = rpc_gather.gathering('gather')  # gather the results of actor.gather()
         cost, tensors, results, iteration = rpc_gather()
-        assert cost == 16 and np.array_equal(tensors["blob"], blob) and iteration >= 1 and results[0]["fitness"] == 1.0
+        assert cost == 16
+        assert np.array_equal(tensors["blob"], blob)
+        assert iteration >= 1
+        assert results[0]["fitness"] == 1.0
         stopper.close()                                        # the seed's way to stop (contextlib.closing)
         rpc_gather.close()
         rpc_any.close()

@@ -217,6 +217,25 @@ def sequence_minibatch(batch: Mapping[str, torch.Tensor], lanes: torch.Tensor) -
     return {**minibatch, "states": batch["states"][lanes], "starts": batch["starts"][:, lanes]}
 
 
+def joined(segments: list[Segment], name: str, device: torch.device) -> torch.Tensor:
+    """The segments' field ``name`` (``[T, L_i, ...]`` each) joined along the lanes, on ``device``."""
+    parts = [getattr(s, name) for s in segments]
+    if isinstance(parts[0], torch.Tensor):
+        return torch.cat(parts, dim=1).to(device)
+    return torch.from_numpy(np.concatenate(parts, axis=1)).to(device)
+
+
+def recurrent_sequences(model: ActorCritic, segments: list[Segment], device: torch.device) -> dict[str, torch.Tensor]:
+    """A recurrent network's ``states (L, S)`` before each lane's first step and ``starts [T, L]``; {} for a
+    feed-forward one."""
+    if not getattr(model, "state_size", 0):
+        return {}
+    if any(s.states is None for s in segments):
+        raise ValueError("a recurrent network's segments must carry the actors' states")
+    return {"states": torch.from_numpy(np.concatenate([s.states for s in segments])).to(device),
+            "starts": episode_starts(joined(segments, "dones", device))}
+
+
 class PPO:
     """Owns the optimizer; :meth:`update` takes segments ``[T, L]`` and returns statistics."""
 
@@ -260,22 +279,14 @@ class PPO:
         device = next(model.parameters()).device
 
         def cat(name: str) -> torch.Tensor:
-            parts = [getattr(s, name) for s in segments]
-            if isinstance(parts[0], torch.Tensor):
-                return torch.cat(parts, dim=1).to(device)
-            return torch.from_numpy(np.concatenate(parts, axis=1)).to(device)
+            return joined(segments, name, device)
 
         observations = cat("observations")
         steps, lanes = observations.shape[:2]
         if model.observation_normalizer is not None:
             self._fold(model.observation_normalizer, observations.reshape(steps * lanes, -1))
         actions, behaviour = cat("actions"), cat("log_probs")
-        sequences: dict[str, torch.Tensor] = {}
-        if getattr(model, "state_size", 0):
-            if any(s.states is None for s in segments):
-                raise ValueError("a recurrent network's segments must carry the actors' states")
-            sequences = {"states": torch.from_numpy(np.concatenate([s.states for s in segments])).to(device),
-                         "starts": episode_starts(cat("dones"))}
+        sequences = recurrent_sequences(model, segments, device)
         with torch.no_grad():
             flat = observations.reshape(steps * lanes, *observations.shape[2:])
             distribution, normalized = model.replay({"observations": flat, **sequences})

@@ -28,7 +28,7 @@ class A3CLearner(Learner):
         self.size = sum(p.numel() for p in self.parameters)
         self.optimizer = torch.optim.Adam(self.parameters, lr=train["lr"])
         self.lr, self.grad_clip = float(train["lr"]), train["grad_clip"]
-        self.limit = int(config["rl"]["ppo"]["max_staleness"])
+        self.staleness_limit = int(config["rl"]["ppo"]["max_staleness"])
         self.stale = self.malformed = 0
 
     def set_lr(self, lr: float) -> None:
@@ -38,18 +38,17 @@ class A3CLearner(Learner):
 
     @property
     def max_staleness(self) -> int:
-        return self.limit
+        return self.staleness_limit
 
     def state_dict(self) -> dict[str, Any]:
         return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "lr": self.lr,
-                "version": self.version, "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed}
+                **self.counters()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.set_lr(float(state["lr"]))
-        self.version, self.iteration, self.cost = int(state["version"]), int(state["iteration"]), int(state["cost"])
-        self.elapsed = float(state["elapsed"])
+        self.load_counters(state)
 
     def _apply(self, gradient: np.ndarray) -> float:
         """One optimizer step along ``gradient``; the gradient's norm before clipping."""
@@ -92,7 +91,7 @@ class A3CLearner(Learner):
             steps += int(message["steps"])
             results.extend(EpisodeResult.from_wire(r) for r in message["results"])
             lag = self.version - int(message["version"])
-            if lag > self.limit:
+            if lag > self.staleness_limit:
                 self.stale += 1
                 continue
             norms.append(self._apply(message["gradient"]))

@@ -17,7 +17,15 @@ from ...model.network import seeded
 from ...model.stacked import StackedPolicies
 from ...rating.results import NONE, POOL, RULE, SELF, EpisodeResult, pairwise_scores
 from ..algorithms import algorithm_of
-from ..seeds import actor_seed
+from ..seeds import (
+    ACTIONS_SLOT,
+    CHOICES_SLOT,
+    EVALUATION_SEED_OFFSET,
+    EXPLORATION_SLOT,
+    FIRST_ENVIRONMENT_SLOT,
+    NETWORK_SLOT,
+    actor_seed,
+)
 from ..segment import Lane, stack_lanes
 from .inference import BatchedInference, PopulationPolicy, RecurrentPolicy, Server, acting_policy
 
@@ -56,7 +64,7 @@ class Actor:
                  *, own_process: bool = True) -> None:
         if own_process:
             torch.set_num_threads(1)
-            torch.manual_seed(actor_seed(config["seed"], index, 0))
+            torch.manual_seed(actor_seed(config["seed"], index, NETWORK_SLOT))
         self.mdp_config = config["mdp"]
         sample = SampleSettings.from_config(config)
         self.envs, self.truncation = sample.envs, sample.truncation
@@ -65,21 +73,14 @@ class Actor:
         self.swap = bool(config["rl"]["swap"])
         self.central = ModelSettings.from_mapping(config["model"]).central_value
         self.seed, self.index = int(config["seed"]), index
-        self.random = np.random.default_rng(actor_seed(config["seed"], index, 1))
-        self.mdps = [create_mdp(self.mdp_config, seed=actor_seed(config["seed"], index, slot + 2))
+        self.random = np.random.default_rng(actor_seed(config["seed"], index, CHOICES_SLOT))
+        self.mdps = [create_mdp(self.mdp_config, seed=actor_seed(self.seed, index, FIRST_ENVIRONMENT_SLOT + slot))
                      for slot in range(self.envs)]
         self.seats = len(self.mdps[0])
-        self.team = self.seats if config["rl"]["shared_seats"] else 1   # seats the learner plays in each game
+        self.seats_played = self.seats if config["rl"]["shared_seats"] else 1   # seats the learner plays in each game
         self.algorithm = algorithm_of(config)
-        with seeded(actor_seed(config["seed"], index, 0)):      # its own stream, not the process's
-            self.model = self.algorithm.acting_network(self.mdps[0], config)
-        if blob is not None:
-            load_blob(self.model, blob)
+        self._build_policy(config, blob)
         self.version = version
-        self.generator = torch.Generator().manual_seed(actor_seed(config["seed"], index, 2**20))
-        lanes = (index % sample.actors) * self.envs, sample.actors * self.envs   # its first in the fleet, all
-        self.policy = self.algorithm.acting_policy(self.model, self.generator, lanes,
-                                                   actor_seed(config["seed"], index, 2**21), config)
         self.pool_blobs: dict[int, np.ndarray] = {}
         self.pool_ids: list[int] = []
         self.pool_probabilities = np.zeros(0)
@@ -90,7 +91,7 @@ class Actor:
             self.set_pool(*pool)
         self.config = config
         self.off_policy = self.algorithm.off_policy
-        self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.team)]   # one per environment and seat
+        self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.seats_played)]   # per environment, seat
         self.results: list[EpisodeResult] = []    # the training episodes finished since the last segment
         self.counted: dict[str, float] = {}         # the environments' counters as of the last segment
         self.steps = 0
@@ -101,8 +102,21 @@ class Actor:
         self.ready: asyncio.Future | None = None
         self.eval_mdps: list[MDP] = []
         self.eval_loop = asyncio.new_event_loop()     # kept between evaluations: their MDPs' connections live in it
-        self.eval_seed = actor_seed(config["seed"] + 7919, index, 0)
+        self.eval_seed = actor_seed(config["seed"] + EVALUATION_SEED_OFFSET, index, NETWORK_SLOT)
         self.max_steps = EvaluatorSettings.from_config(config).max_steps   # decisions per evaluation episode
+
+    def _build_policy(self, config: Mapping[str, Any], blob: np.ndarray | None) -> None:
+        """The algorithm's acting network (from the actor's own seed stream, then ``blob`` where given) and the
+        policy that serves its batched forwards."""
+        with seeded(actor_seed(self.seed, self.index, NETWORK_SLOT)):      # its own stream, not the process's
+            self.model = self.algorithm.acting_network(self.mdps[0], config)
+        if blob is not None:
+            load_blob(self.model, blob)
+        self.generator = torch.Generator().manual_seed(actor_seed(self.seed, self.index, ACTIONS_SLOT))
+        actors = SampleSettings.from_config(config).actors
+        lanes = (self.index % actors) * self.envs, actors * self.envs   # its first lane in the fleet, all of them
+        self.policy = self.algorithm.acting_policy(self.model, self.generator, lanes,
+                                                   actor_seed(self.seed, self.index, EXPLORATION_SLOT), config)
 
     # ---- weights -------------------------------------------------------------------------------------------
     def set_weights(self, version: int, blob: np.ndarray) -> int:
@@ -193,7 +207,7 @@ class Actor:
         return [CentralState(c, mdp) for c in controllers] if self.central else controllers
 
     async def _run_slot(self, slot: int) -> None:
-        mdp, team = self.mdps[slot], self.team
+        mdp, team = self.mdps[slot], self.seats_played
         while True:
             if team > 1:                                  # rl.shared_seats: the learner plays every seat
                 learners, opponents, kind, snapshot_ids = list(range(team)), [], NONE, []
@@ -306,8 +320,8 @@ class Actor:
         if opponent not in (RULE, SELF):
             raise ValueError(f"evaluator.opponent={opponent!r}: expected {RULE!r} or {SELF!r}")
         learner = acting_policy(self.model, deterministic=True)
-        if self.team > 1:                               # a memory per seat and game
-            jobs = [(list(range(self.team)), [(learner, number * self.team + i) for i in range(self.team)])
+        if self.seats_played > 1:                               # a memory per seat and game
+            jobs = [(list(range(self.seats_played)), [(learner, number * self.seats_played + i) for i in range(self.seats_played)])
                     for number in range(episodes)]
             return [{**per_seat[0], "opponent": NONE} for per_seat in self._run_episodes(jobs)]
         newest: Server | None = None
@@ -348,7 +362,7 @@ class Actor:
         """Rebuild the environments from another ``mdp`` section whose players have the same spaces (evolve.py
         children that differ in MDP settings): running episodes and partial segments are discarded.
         ValueError if the spaces differ (the network would not fit)."""
-        mdps = [create_mdp(mdp_config, seed=actor_seed(self.seed, self.index, slot + 2)) for slot in range(self.envs)]
+        mdps = [create_mdp(mdp_config, seed=actor_seed(self.seed, self.index, FIRST_ENVIRONMENT_SLOT + slot)) for slot in range(self.envs)]
         if [(s.observation, s.action) for s in mdps[0].describe()] != \
                 [(s.observation, s.action) for s in self.mdps[0].describe()]:
             for mdp in mdps:
@@ -358,7 +372,7 @@ class Actor:
         for mdp in (*self.mdps, *self.eval_mdps):
             mdp.close()
         self.mdp_config, self.mdps, self.eval_mdps = mdp_config, mdps, []
-        self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.team)]
+        self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.seats_played)]
         self.results, self.steps, self.failure, self.counted = [], 0, None, {}
 
     def _stop_slots(self) -> None:

@@ -56,7 +56,7 @@ class Learner(Trainer):
         connect_remote: reaches the remote workers where ``rl.remote.server`` is set (else unused).
     """
 
-    replays = False     # segments of any age are useful (off-policy learners): remote ONNX workers' segments too
+    learns_from_any_age = False   # segments of any age are useful (replay): remote ONNX workers' segments too
 
     def __init__(self, config: Mapping[str, Any], connect_remote: RemoteConnect | None = None) -> None:
         self.connect_remote = connect_remote
@@ -124,19 +124,26 @@ class Learner(Trainer):
         return self.update_rule.max_staleness
 
     # ---- state ---------------------------------------------------------------------------------------------
+    def counters(self) -> dict[str, Any]:
+        """The weight version, iterations, env steps and training seconds, as checkpoints hold them."""
+        return {"version": self.version, "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed}
+
+    def load_counters(self, state: Mapping[str, Any]) -> None:
+        """Undo :meth:`counters`."""
+        self.version, self.iteration, self.cost = int(state["version"]), int(state["iteration"]), int(state["cost"])
+        self.elapsed = float(state["elapsed"])
+
     def state_dict(self) -> dict[str, Any]:
         """Weights (normalizers included), optimizer and lr, the opponent pool, counters."""
         return {"model": self.model.state_dict(), **self.update_rule.state_dict(),
-                "pool": self.pool.state_dict() if self.pool is not None else None, "version": self.version,
-                "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed}
+                "pool": self.pool.state_dict() if self.pool is not None else None, **self.counters()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
         self.update_rule.load_state_dict(state)
         if self.pool is not None and state.get("pool") is not None:
             self.pool.load_state_dict(state["pool"])
-        self.version, self.iteration, self.cost = int(state["version"]), int(state["iteration"]), int(state["cost"])
-        self.elapsed = float(state["elapsed"])
+        self.load_counters(state)
         if self.update_group is not None:
             self.update_group.load(state)
 
@@ -157,7 +164,7 @@ class Learner(Trainer):
 
     def start_actors(self) -> None:
         if self.remote is not None:            # workers on other machines, through the relay server
-            self.everyone, self.gather = self.connect_remote(self.config, self.model, self.replays)
+            self.everyone, self.gather = self.connect_remote(self.config, self.model, self.learns_from_any_age)
             self.segments_per_poll = RemoteSettings.from_config(self.config).batch
             self.everyone("set_weights", self.version, to_blob(self.model))    # the workers start from these
             return

@@ -29,7 +29,7 @@ class OffPolicyLearner(Learner):
     """DQN (``rl.algorithm: dqn``) or SAC (``sac``) with a fleet of ``sample.actors`` Ray actors; single-player
     MDPs, one learner process (run it with :class:`.loop.TrainingLoop`)."""
 
-    replays = True
+    learns_from_any_age = True
 
     def build_update(self, config: Mapping[str, Any]) -> None:
         self.replay_settings = replay = ReplaySettings.from_config(config)
@@ -38,7 +38,7 @@ class OffPolicyLearner(Learner):
         self.replay_update = self.algorithm.replay_update(self.model, config)
         self.epsilon: EpsilonSettings | None = self.algorithm.exploration_schedule(config)   # DQN's ε
         self.device = next(self.model.parameters()).device
-        self.owed = 0.0            # updates due but not made yet (a fraction of one)
+        self.updates_owed = 0.0            # updates due but not made yet (a fraction of one)
         self.nonfinite = 0
 
     def set_lr(self, lr: float) -> None:
@@ -54,17 +54,15 @@ class OffPolicyLearner(Learner):
         counters."""
         replay = self.replay.state_dict() if self.replay_settings.checkpoint else None
         return {"model": self.model.state_dict(), "algorithm": self.replay_update.state_dict(), "replay": replay,
-                "owed": self.owed, "nonfinite": self.nonfinite, "version": self.version,
-                "iteration": self.iteration, "cost": self.cost, "elapsed": self.elapsed}
+                "owed": self.updates_owed, "nonfinite": self.nonfinite, **self.counters()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
         self.replay_update.load_state_dict(state["algorithm"])
         if state.get("replay") is not None:
             self.replay.load_state_dict(state["replay"])
-        self.owed, self.nonfinite = float(state["owed"]), int(state["nonfinite"])
-        self.version, self.iteration, self.cost = int(state["version"]), int(state["iteration"]), int(state["cost"])
-        self.elapsed = float(state["elapsed"])
+        self.updates_owed, self.nonfinite = float(state["owed"]), int(state["nonfinite"])
+        self.load_counters(state)
 
     # ---- training ------------------------------------------------------------------------------------------
     def _receive(self) -> tuple[int, list]:
@@ -97,9 +95,9 @@ class OffPolicyLearner(Learner):
         none while the buffer is below ``start``."""
         if len(self.replay) < self.replay_settings.start:
             return 0
-        self.owed += self.replay_settings.ratio * steps
-        due = int(self.owed)
-        self.owed -= due
+        self.updates_owed += self.replay_settings.ratio * steps
+        due = int(self.updates_owed)
+        self.updates_owed -= due
         return max(1, due)
 
     def _train(self, updates: int) -> dict[str, float]:

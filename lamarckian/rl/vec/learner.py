@@ -40,10 +40,12 @@ from ..algorithms.ppo import PPO, PPOSettings
 from ..distributed import Ranks
 from ..evaluator import Evaluator
 from ..loop import Trainer
+from ..seeds import VEC_EVALUATION_SEED_OFFSET
 from ..segment import Segment
 from ..selfplay.pool import OpponentPool, PoolSettings
 from ..selfplay.window import ScoreWindow
 from .evaluation import VecEvaluation, evaluation_line
+from .opponents import OpponentDraws, outcome_rows
 
 WINDOW = 500                          # games the running (training) scores are taken over
 OPPONENTS = ("initial", "newest")     # the deterministic evaluation's opponents: initial policy, newest snapshot
@@ -60,7 +62,7 @@ def vec_model(task: VecTask, settings: Mapping[str, Any]) -> ActorCritic:
     return ActorCritic(*spaces, model_settings).to(task.device)
 
 
-class VecLearner(Trainer):
+class VecLearner(OpponentDraws, Trainer):
     """Trains agent 0 of a :class:`VecTask` against snapshots of itself (run it with :class:`.loop.TrainingLoop`).
 
     Args:
@@ -134,7 +136,7 @@ class VecLearner(Trainer):
         games = self.evaluator.episodes
         if games <= 0 or vec["backend"] == "isaacgym" or not self.main:
             return None
-        return VecEvaluation(vec, games, OPPONENTS, seed=int(config["seed"]) + 1)
+        return VecEvaluation(vec, games, OPPONENTS, seed=int(config["seed"]) + VEC_EVALUATION_SEED_OFFSET)
 
     # ---- opponents ------------------------------------------------------------------------------------------
     def stack_pool(self) -> None:
@@ -162,10 +164,6 @@ class VecLearner(Trainer):
         its fixed lanes); sampled on the device."""
         drawn = torch.multinomial(self.pool_weights, self.task.num_envs, replacement=True, generator=self.generator)
         return torch.where(self.initial_lane, len(self.pool_ids), drawn)
-
-    def _draw_mean(self) -> torch.Tensor:
-        """Per environment ``(E,)``: whether its opponent plays mean actions (probability ``rl.opponent.deterministic``)."""
-        return torch.rand(self.task.num_envs, generator=self.generator, device=self.device) < self.mean_share
 
     # ---- sampling -------------------------------------------------------------------------------------------
     def rollout(self) -> tuple[Segment, torch.Tensor, torch.Tensor]:
@@ -202,16 +200,14 @@ class VecLearner(Trainer):
                                     (own, action, log_prob, value, reward, done)):
                 getattr(segment, name)[t] = tensor
             finished = done.float()
-            result = torch.stack([extras["win"], extras["draw"], extras["lose"]], dim=1).to(self.device).float()
-            outcomes.index_add_(0, self.opponent, result * finished[:, None])
+            outcomes.index_add_(0, self.opponent, outcome_rows(extras, self.device) * finished[:, None])
             self.episode_return += reward
             self.episode_length += 1.0
             returns += torch.stack([(self.episode_return * finished).sum(), finished.sum(),
                                     (self.episode_length * finished).sum()])
             self.episode_return *= 1.0 - finished
             self.episode_length *= 1.0 - finished
-            self.opponent = torch.where(done, self._draw(), self.opponent)
-            self.opponent_mean = torch.where(done, self._draw_mean(), self.opponent_mean)
+            self._redraw_finished(done)
         segment.values[steps] = model.value(self.observations[:envs])
         return segment, outcomes, returns
 

@@ -33,11 +33,13 @@ from ..algorithms.population_ppo import PopulationPPO
 from ..algorithms.ppo import PPO, PPOSettings
 from ..evaluator import Evaluator
 from ..loop import Trainer
+from ..seeds import VEC_EVALUATION_SEED_OFFSET
 from ..segment import Segment
 from ..selfplay.pool import OpponentPool, PoolSettings, fold_decayed, pfsp_weight
 from ..selfplay.window import ScoreWindow, outcome_score
 from .evaluation import VecEvaluation
 from .learner import vec_model
+from .opponents import OpponentDraws, outcome_rows
 
 WINDOW = 500   # training games each member's running scores are taken over
 INITIAL = ("initial",)
@@ -57,7 +59,7 @@ class LeagueSettings(Section):
             raise ValueError(f"ec.league: share in [0, 1] (got {self.share}), refresh >= 1 (got {self.refresh})")
 
 
-class VecPopulationLearner(Trainer):
+class VecPopulationLearner(OpponentDraws, Trainer):
     """Trains ``size`` members together (run it with :class:`.loop.TrainingLoop`).
 
     Args:
@@ -103,7 +105,7 @@ class VecPopulationLearner(Trainer):
         self.anneal = vec["reward"]["anneal"]
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         games = self.evaluator.episodes
-        self.evaluation = VecEvaluation(vec, games, INITIAL, seed=seed + 1, players=self.size) if games > 0 else None
+        self.evaluation = VecEvaluation(vec, games, INITIAL, seed=seed + VEC_EVALUATION_SEED_OFFSET, players=self.size) if games > 0 else None
         self.iteration = self.cost = self.version = 0
         self.elapsed = 0.0
         self.training: dict[str, float] = {}
@@ -258,10 +260,6 @@ class VecPopulationLearner(Trainer):
                                   generator=self.generator).squeeze(1)
         return torch.where(self.initial_lane, len(self.keys) - 1, drawn)
 
-    def _draw_mean(self) -> torch.Tensor:
-        """Per environment ``(E,)``: whether its opponent plays mean actions (``rl.opponent.deterministic``)."""
-        return torch.rand(self.task.num_envs, generator=self.generator, device=self.device) < self.mean_share
-
     # ---- sampling -------------------------------------------------------------------------------------------------
     def rollout(self) -> tuple[list[Segment], torch.Tensor]:
         """``horizon`` steps of every environment: one segment per member (tensors ``[T, E/P, ...]``) and each
@@ -288,10 +286,9 @@ class VecPopulationLearner(Trainer):
                                  ("dones", done.float().reshape(size, member_envs))):
                 buffers[name][t] = tensor
             values[t] = value
-            result = torch.stack([extras["win"], extras["draw"], extras["lose"]], 1).to(self.device).float()
-            outcomes.index_add_(0, self.member_of_env * count + self.opponent, result * done.float()[:, None])
-            self.opponent = torch.where(done, self._draw(), self.opponent)
-            self.opponent_mean = torch.where(done, self._draw_mean(), self.opponent_mean)
+            outcomes.index_add_(0, self.member_of_env * count + self.opponent,
+                                outcome_rows(extras, self.device) * done.float()[:, None])
+            self._redraw_finished(done)
         values[steps] = self.population.act(self.observations[:envs].reshape(size, member_envs, -1),
                                             self.generator)[2]
         segments = [Segment(**{name: tensor[:, member] for name, tensor in buffers.items()},

@@ -28,7 +28,8 @@ def test_segment_gradients_improve_a_bandit():
     parameters = list(model.parameters())
     for _ in range(60):
         gradient, _ = segment_gradient(model, bandit_segment(model, 8, 4), config)
-        assert gradient.shape == (sum(p.numel() for p in parameters),) and gradient.dtype == np.float32
+        assert gradient.shape == (sum(p.numel() for p in parameters),)
+        assert gradient.dtype == np.float32
         with torch.no_grad():
             offset = 0
             for parameter in parameters:
@@ -71,7 +72,8 @@ def test_impala_trains_and_reports_the_policy_lag(tmp_path):
         "model.hidden=[16]", "evaluator.progress=false", "evaluator.episodes=2", f"root={tmp_path}"])
     learner = fleet_learner(config)
     try:
-        assert learner.update_rule.settings.objective == "vtrace" and learner.update_rule.settings.epochs == 1
+        assert learner.update_rule.settings.objective == "vtrace"
+        assert learner.update_rule.settings.epochs == 1
         with learner.running():
             stats = [learner.step() for _ in range(10)]
         assert all(np.isfinite(s["loss/policy"]) and s["staleness_max"] >= s["staleness"] >= 0 for s in stats)

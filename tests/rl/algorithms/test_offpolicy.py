@@ -140,7 +140,8 @@ def test_segments_with_nan_rewards_are_dropped_and_counted(tmp_path):
     assert isinstance(learner, OffPolicyLearner)
     try:
         TrainingLoop(learner, None).run(stop=lambda trainer: trainer.replay_update.updates >= 20)
-        assert learner.nonfinite > 0 and len(learner.replay) >= 32
+        assert learner.nonfinite > 0
+        assert len(learner.replay) >= 32
         assert np.isfinite(learner.replay.arrays["returns"][:len(learner.replay)]).all()
     finally:
         learner.close()
@@ -158,7 +159,8 @@ def test_resume_with_and_without_the_buffer(tmp_path, keep):
     resumed = fleet_learner(config)
     try:
         loop = TrainingLoop(resumed, tmp_path)
-        assert loop.resume() is not None and resumed.replay_update.updates == updates
+        assert loop.resume() is not None
+        assert resumed.replay_update.updates == updates
         if keep:
             assert np.array_equal(resumed.replay.arrays["observations"][:len(resumed.replay)], stored)
         else:
@@ -186,7 +188,9 @@ def test_a_killed_actor_is_replaced_and_the_buffer_kept(ray_local, tmp_path):
             while learner.replaced == 0 or learner.iteration < 20:
                 learner.step()
                 assert len(learner.replay) >= stored
-            assert victim not in learner.actors and len(learner.actors) == 2 and len(learner.replay) > stored
+            assert victim not in learner.actors
+            assert len(learner.actors) == 2
+            assert len(learner.replay) > stored
     finally:
         learner.close()
 
@@ -195,7 +199,8 @@ def test_the_seed_dqn_command_trains_cartpole(tmp_path):
     assert train_main(["-c", "mdp/gym.yml", "mdp/gym/cartpole.yml", "rl/dqn.yml", "--debug", "-m", f"root={tmp_path}",
                        "train.replay.start=200", "evaluator.progress=false", "evaluator.episodes=2",
                        "evaluator.terminate=self.iteration >= 30"]) == 0
-    assert (tmp_path / "evaluations.csv").is_file() and list((tmp_path / "checkpoints").iterdir())
+    assert (tmp_path / "evaluations.csv").is_file()
+    assert list((tmp_path / "checkpoints").iterdir())
 
 
 @pytest.mark.parametrize("files, changes, message", [
@@ -209,5 +214,6 @@ def test_the_seed_dqn_command_trains_cartpole(tmp_path):
 def test_bad_off_policy_settings_are_one_line(tmp_path, capsys, files, changes, message):
     assert train_main(["-c", *files, "-m", f"root={tmp_path}/run", *changes]) == 2
     error = capsys.readouterr().err.strip()
-    assert message in error and len(error.splitlines()) == 1
+    assert message in error
+    assert len(error.splitlines()) == 1
     assert not (tmp_path / "run").exists()

@@ -58,7 +58,8 @@ def test_four_stacked_members_take_the_same_update_as_four_learners(action_space
         assert any(not torch.equal(a, b) for a, b in zip(stacked.parameters(), members[0].parameters())) \
             or stacked is members[0]
     assert worst <= 1e-5, worst
-    assert len(stats) == 4 and all("grad_norm" in s and np.isfinite(s["loss/policy"]) for s in stats)
+    assert len(stats) == 4
+    assert all("grad_norm" in s and np.isfinite(s["loss/policy"]) for s in stats)
     assert not torch.equal(next(members[0].parameters()), next(members[3].parameters()))
 
 
@@ -85,7 +86,8 @@ def test_one_forward_acts_for_every_member(action_space):
     population.read_buffers()
     observations = torch.randn(3, 32, 3)
     actions, log_probs, values = population.act(observations, torch.Generator().manual_seed(5))
-    assert log_probs.shape == values.shape == (3, 32) and actions.shape[:2] == (3, 32)
+    assert log_probs.shape == values.shape == (3, 32)
+    assert actions.shape[:2] == (3, 32)
     for index, member in enumerate(members):
         distribution, normalized = member(observations[index])
         expected = member.log_prob(distribution, actions[index])
@@ -115,4 +117,5 @@ def test_each_member_follows_the_adaptive_schedule_by_its_own_kl():
     population = PopulationPPO(members, settings, [0, 1])
     stats = population.optimize([PPO(m, s).prepare([data], 0) for m, s, data in zip(members, settings, batches)])
     assert [s["lr"] for s in stats] == pytest.approx(expected)
-    assert stats[0]["lr"] > 1e-6 and stats[1]["lr"] < 5e-2
+    assert stats[0]["lr"] > 1e-6
+    assert stats[1]["lr"] < 5e-2

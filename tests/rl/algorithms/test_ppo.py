@@ -113,7 +113,8 @@ def test_update_improves_a_bandit(objective):
     for _ in range(20):
         stats = ppo.update([bandit_segment(model, 16, 8)], version=0, cost=0)
     probability = model(torch.zeros(1, 1))[0].probs[0, 1].item()
-    assert probability > 0.9 and stats["samples"] == 128
+    assert probability > 0.9
+    assert stats["samples"] == 128
 
 
 def test_adaptive_and_linear_learning_rates():

@@ -46,13 +46,21 @@ def test_n_step_returns_against_a_hand_computation():
     truncated = np.array([[0, 0], [0, 1], [0, 0], [0, 0], [0, 0]], bool)
     returns, last, bootstrap = n_step_transitions(rewards, dones, truncated, steps=3, discount=0.5)
     # lane 0, t=0: 1 + .5·2 + .25·3, terminated at step 2: no bootstrap
-    assert returns[0, 0] == pytest.approx(2.75) and last[0, 0] == 2 and bootstrap[0, 0] == 0.0
+    assert returns[0, 0] == pytest.approx(2.75)
+    assert last[0, 0] == 2
+    assert bootstrap[0, 0] == 0.0
     # lane 0, t=3: 4 + .5·5, the segment ends: bootstrap γ² from after step 4
-    assert returns[3, 0] == pytest.approx(6.5) and last[3, 0] == 4 and bootstrap[3, 0] == pytest.approx(0.25)
+    assert returns[3, 0] == pytest.approx(6.5)
+    assert last[3, 0] == 4
+    assert bootstrap[3, 0] == pytest.approx(0.25)
     # lane 1, t=0: 10 + .5·20, cut by the time limit at step 1: bootstrap γ² from the final observation
-    assert returns[0, 1] == pytest.approx(20.0) and last[0, 1] == 1 and bootstrap[0, 1] == pytest.approx(0.25)
+    assert returns[0, 1] == pytest.approx(20.0)
+    assert last[0, 1] == 1
+    assert bootstrap[0, 1] == pytest.approx(0.25)
     # lane 1, t=2: a new episode: 30 + .5·40 + .25·50, a full window: γ³
-    assert returns[2, 1] == pytest.approx(62.5) and last[2, 1] == 4 and bootstrap[2, 1] == pytest.approx(0.125)
+    assert returns[2, 1] == pytest.approx(62.5)
+    assert last[2, 1] == 4
+    assert bootstrap[2, 1] == pytest.approx(0.125)
 
 
 def segment(steps: int, lanes: int, start: float) -> dict[str, np.ndarray]:
@@ -70,7 +78,8 @@ def test_the_ring_keeps_the_newest_transitions_and_round_trips():
     kept = sorted(buffer.arrays["observations"][:, 0].tolist())
     assert kept == [6.0, 7.0] + [100.0 + i for i in range(8)]
     batch, slots, weights = buffer.sample(5)
-    assert np.array_equal(batch["next_observations"], batch["observations"] + 1000) and (weights == 1).all()
+    assert np.array_equal(batch["next_observations"], batch["observations"] + 1000)
+    assert (weights == 1).all()
     copy = ReplayBuffer(capacity=10, steps=1)
     copy.load_state_dict(buffer.state_dict())
     assert np.array_equal(copy.sample(5)[1], buffer.sample(5)[1])   # the same transitions and sampling stream
@@ -84,4 +93,5 @@ def test_prioritized_sampling_weighs_and_follows_new_priorities():
     buffer.update_priorities(np.arange(64), np.where(np.arange(64) == 7, 100.0, 1.0))
     batch, slots, weights = buffer.sample(64)
     assert (slots == 7).mean() > 0.5                                # p = 100 / 163
-    assert weights[slots == 7].max() < weights[slots != 7].min() and weights.max() == 1.0
+    assert weights[slots == 7].max() < weights[slots != 7].min()
+    assert weights.max() == 1.0

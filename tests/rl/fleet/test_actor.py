@@ -39,7 +39,8 @@ def test_every_round_is_one_batched_forward():
         segment = actor.sample()
     statistics = actor.statistics()
     assert statistics["batch"] >= 12  # close to 16 environments per forward (episode ends shift a few)
-    assert segment["observations"].shape == (32, 16, 4) and segment["values"].shape == (33, 16)
+    assert segment["observations"].shape == (32, 16, 4)
+    assert segment["values"].shape == (33, 16)
     assert np.all(segment["rewards"] == 1.0)
     finished = [r for r in segment["results"]]
     assert all(r["fitness"] == r["objectives"]["length"] for r in finished)
@@ -60,7 +61,8 @@ def test_seeds_make_actors_reproducible_and_distinct():
     config = cartpole(**{"sample.envs": 2, "sample.truncation": 16})
     first, second, third = Actor(config, 0), Actor(config, 0), Actor(config, 1)
     a, b, c = first.sample(), second.sample(), third.sample()
-    assert np.array_equal(a["observations"], b["observations"]) and np.array_equal(a["actions"], b["actions"])
+    assert np.array_equal(a["observations"], b["observations"])
+    assert np.array_equal(a["actions"], b["actions"])
     assert not np.array_equal(a["observations"], c["observations"])
 
 
@@ -76,11 +78,13 @@ def test_pong_pool_and_rule_opponents():
     assert {(r["opponent"], *r["snapshots"]) for r in results} == {("rule",), ("pool", 7), ("pool", 9)}
     assert actor.statistics()["batch"] > 4  # the learner (8 envs) and all pool opponents each in one forward
     actor.set_pool({9: 1.0})  # 7 leaves
-    assert actor.pool_ids == [9] and list(actor.pool_blobs) == [9]
+    assert actor.pool_ids == [9]
+    assert list(actor.pool_blobs) == [9]
     with pytest.raises(ValueError, match="no weights"):
         actor.set_pool({11: 1.0})
     evaluation = actor.evaluate(6, "rule")
-    assert len(evaluation) == 6 and all(r["opponent"] == "rule" and r["win"] in (0.0, 0.5, 1.0) for r in evaluation)
+    assert len(evaluation) == 6
+    assert all(r["opponent"] == "rule" and r["win"] in (0.0, 0.5, 1.0) for r in evaluation)
     assert len(actor.evaluate(4, "self")) == 4
 
 
@@ -90,7 +94,8 @@ def test_play_matches_vectorized():
     population = [to_blob(Actor(config, seed).model) for seed in range(3)]
     assert actor.set_population(population) == 3
     results = actor.play_matches([[0, 1], [1, 2], [2, 0], [0, 0], [1, 1]])
-    assert len(results) == 5 and all(len(seats) == 2 for seats in results)
+    assert len(results) == 5
+    assert all(len(seats) == 2 for seats in results)
     for seats in results:
         assert seats[0]["win"] + seats[1]["win"] == 1.0  # zero-sum
     mirror = results[3]

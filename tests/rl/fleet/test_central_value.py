@@ -28,7 +28,8 @@ def test_the_policy_never_sees_the_state_the_critic_sees():
     changed = observations.clone()
     changed[:, 3:] = torch.randn(6, 5)
     (logits, value), (logits_changed, value_changed) = model.outputs(observations), model.outputs(changed)
-    assert torch.equal(logits, logits_changed) and not torch.allclose(value, value_changed)
+    assert torch.equal(logits, logits_changed)
+    assert not torch.allclose(value, value_changed)
     with pytest.raises(ValueError, match="model.central_value needs model.shared: false"):
         ModelSettings.defaults(central_value=True, shared=True)
     with pytest.raises(ValueError, match="needs observations"):
@@ -70,7 +71,8 @@ def test_the_learner_plays_every_seat_with_a_central_critic(tmp_path):
         assert np.allclose(lanes[:, 0, 8:], lanes[:, 1, 8:])              # the same game's state in both seats' lanes
         assert not np.allclose(lanes[:, 0, :8], lanes[:, 1, :8])
         results = [result for segment in segments for result in segment.results]
-        assert results and all(result.opponent == "none" for result in results)
+        assert results
+        assert all(result.opponent == "none" for result in results)
         stats = PPO(actor.model, PPOSettings.defaults()).update(segments, version=0, cost=0)
         assert np.isfinite(stats["loss/value"])
         assert len(actor.evaluate(2)) == 2
@@ -86,7 +88,8 @@ def test_the_learner_plays_every_seat_with_a_central_critic(tmp_path):
 def test_bad_central_value_settings_are_one_line(tmp_path, capsys, files, changes, message):
     assert train_main(["-c", *files, "-m", f"root={tmp_path}/run", *changes]) == 2
     error = capsys.readouterr().err.strip()
-    assert message in error and len(error.splitlines()) == 1
+    assert message in error
+    assert len(error.splitlines()) == 1
     assert not (tmp_path / "run").exists()
 
 
@@ -97,7 +100,8 @@ def test_a_game_with_a_state_of_its_own_gives_that_state():
         assert central_observation_space(mdp)["state"].shape == (54,)          # MPE's state(): 3 × 18
         episode = mdp.reset(0, 1, 2)
         observation = CentralState(episode.controllers[2], mdp).get_state()
-        assert np.array_equal(observation["state"], mdp.env.state()) and observation["observation"].shape == (18,)
+        assert np.array_equal(observation["state"], mdp.env.state())
+        assert observation["observation"].shape == (18,)
         for tick in episode.ticks:
             tick.close()
     finally:

@@ -64,7 +64,8 @@ def test_sequence_minibatches_are_whole_lanes():
              "starts": torch.zeros(steps, lanes, dtype=torch.bool)}
     picked = sequence_minibatch(batch, torch.tensor([3, 1]))
     assert picked["advantages"].tolist() == [3, 1, 8, 6, 13, 11, 18, 16]     # [T, m] order
-    assert picked["states"].squeeze(1).tolist() == [3, 1] and picked["starts"].shape == (steps, 2)
+    assert picked["states"].squeeze(1).tolist() == [3, 1]
+    assert picked["starts"].shape == (steps, 2)
     assert episode_starts(torch.tensor([[1, 0], [0, 1], [1, 0]])).tolist() == [[False, False], [True, False],
                                                                                [False, True]]
 
@@ -78,7 +79,8 @@ def test_actor_segments_carry_the_state_the_actor_had(tmp_path):
     try:
         segments = [Segment.from_wire(actor.sample()) for _ in range(4)]
         model = actor.model
-        assert np.all(segments[0].states == 0) and segments[0].states.shape == (3, model.state_size)
+        assert np.all(segments[0].states == 0)
+        assert segments[0].states.shape == (3, model.state_size)
         for segment, following in zip(segments, segments[1:]):
             state = torch.from_numpy(segment.states)
             starts = episode_starts(torch.from_numpy(segment.dones))
@@ -92,9 +94,11 @@ def test_actor_segments_carry_the_state_the_actor_had(tmp_path):
             assert np.allclose(segment.values[:3], torch.stack(values).detach().numpy(), atol=1e-5)
         ppo = PPO(model, PPOSettings.defaults(minibatches=3))
         stats = ppo.update(segments, version=0, cost=0)
-        assert np.isfinite(stats["loss/policy"]) and stats["samples"] == 36
+        assert np.isfinite(stats["loss/policy"])
+        assert stats["samples"] == 36
         results = actor.evaluate(4)                    # deterministic games, a memory per game
-        assert len(results) == 4 and all(0.0 <= r["fitness"] <= 1.0 for r in results)
+        assert len(results) == 4
+        assert all(0.0 <= r["fitness"] <= 1.0 for r in results)
     finally:
         actor.close()
 
@@ -127,7 +131,8 @@ def test_an_lstm_learns_what_a_feedforward_policy_cannot(tmp_path):
 def test_bad_recurrent_settings_are_one_line(tmp_path, capsys, files, changes, message):
     assert train_main(["-c", *files, "-m", f"root={tmp_path}/run", *changes]) == 2
     error = capsys.readouterr().err.strip()
-    assert message in error and len(error.splitlines()) == 1
+    assert message in error
+    assert len(error.splitlines()) == 1
     assert not (tmp_path / "run").exists()
 
 
@@ -136,7 +141,8 @@ def test_a_tournament_of_recurrent_policies_is_refused_in_one_line(tmp_path, cap
 
     assert evaluate_main(["-c", "rl/lstm.yml", "--checkpoints", str(tmp_path)]) == 2
     error = capsys.readouterr().err.strip()
-    assert "model.recurrent=lstm: tournaments play feed-forward policies" in error and len(error.splitlines()) == 1
+    assert "model.recurrent=lstm: tournaments play feed-forward policies" in error
+    assert len(error.splitlines()) == 1
 
 
 def test_image_observations_go_through_the_cnn_before_the_core():
@@ -144,4 +150,6 @@ def test_image_observations_go_through_the_cnn_before_the_core():
     model = ActorCritic(space, gymnasium.spaces.Discrete(3), ModelSettings.defaults(hidden=(32,), recurrent="gru"))
     frames = torch.randint(0, 255, (5, 2, 4, 42, 42), dtype=torch.uint8)
     out, value = model.unroll(frames, model.initial_state(2), torch.zeros(5, 2, dtype=torch.bool))
-    assert out.shape == (10, 3) and value.shape == (10,) and torch.isfinite(out).all()
+    assert out.shape == (10, 3)
+    assert value.shape == (10,)
+    assert torch.isfinite(out).all()

@@ -35,10 +35,13 @@ def test_sigkilled_actor_is_replaced_and_training_goes_on(ray_local, tmp_path):
             os.kill(pid, signal.SIGKILL)
             for _ in range(6):
                 learner.step()
-            assert learner.replaced == 1 and victim not in learner.actors and len(learner.actors) == 2
+            assert learner.replaced == 1
+            assert victim not in learner.actors
+            assert len(learner.actors) == 2
             summary = learner.evaluator.evaluate(learner.everyone)  # the replacement answers calls too
             assert summary["episodes"] == config["evaluator"]["episodes"]
-        assert learner.iteration == 7 and learner.cost >= 7 * 256
+        assert learner.iteration == 7
+        assert learner.cost >= 7 * 256
     finally:
         learner.close()
 
@@ -56,8 +59,10 @@ def test_cartpole_learns(tmp_path):
                            "-D"], tmp_path, 600)
     assert completed.returncode == 0, completed.stderr[-3000:]
     evaluations = [float(m) for m in re.findall(r"fitness ([-\d.e+]+) over", completed.stderr)]
-    assert evaluations and max(evaluations) >= 475, completed.stderr[-3000:]
-    assert (root / "config.yml").is_file() and Checkpoints(root / "checkpoints").paths()
+    assert evaluations, completed.stderr[-3000:]
+    assert max(evaluations) >= 475, completed.stderr[-3000:]
+    assert (root / "config.yml").is_file()
+    assert Checkpoints(root / "checkpoints").paths()
     assert list((root / "tensorboard").glob("events.out.tfevents.*"))
 
 
@@ -84,11 +89,13 @@ def test_killed_train_py_resumes(tmp_path):
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert f"resuming from {tmp_path / 'checkpoints'}" in completed.stderr
     after = checkpoints.load_newest()[1]
-    assert after["iteration"] == target and after["cost"] > before["cost"]
+    assert after["iteration"] == target
+    assert after["cost"] > before["cost"]
     assert after["elapsed"] > before["elapsed"]
     kept = {s["id"]: s for s in before["pool"]["snapshots"]}
     resumed = {s["id"]: s for s in after["pool"]["snapshots"]}
-    assert set(kept) <= set(resumed) and after["pool"]["next_id"] >= before["pool"]["next_id"]
+    assert set(kept) <= set(resumed)
+    assert after["pool"]["next_id"] >= before["pool"]["next_id"]
     assert all(resumed[i]["games"] >= kept[i]["games"] for i in kept)  # statistics continue, not restart
     assert sum(s["games"] for s in resumed.values()) > sum(s["games"] for s in kept.values())
 
@@ -109,7 +116,8 @@ def test_debug_runs_in_one_process_without_ray(tmp_path):
                            "evaluator.terminate=self.iteration >= 3"], tmp_path, 300)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "after 3 iterations" in completed.stderr
-    assert "Ray" not in completed.stderr and "Task was destroyed" not in completed.stderr
+    assert "Ray" not in completed.stderr
+    assert "Task was destroyed" not in completed.stderr
 
 
 def test_the_learner_device_is_a_setting_refused_where_it_does_not_exist():
@@ -130,6 +138,7 @@ def test_the_learner_trains_on_the_gpu_while_the_actors_act_on_cpus(tmp_path):
     root = tmp_path / "run"
     completed = run_train(["-c", "mdp/gym.yml", "--debug", "-m", f"root={root}", "sample.envs=2", "train.batch=128",
                            "train.device=cuda", "evaluator.terminate=self.iteration >= 3"], tmp_path, 300)
-    assert completed.returncode == 0 and "after 3 iterations" in completed.stderr, completed.stderr[-3000:]
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "after 3 iterations" in completed.stderr, completed.stderr[-3000:]
     assert "the learner on cuda" in completed.stderr
     assert Checkpoints(root / "checkpoints").load_newest()[1]["iteration"] == 3     # loads on any machine

@@ -23,7 +23,8 @@ def test_capacity_is_fifo():
     pool = OpponentPool(PoolSettings.defaults(capacity=3))
     for iteration in range(5):
         pool.add(np.zeros(2), iteration)
-    assert list(pool.snapshots) == [2, 3, 4] and len(pool) == 3
+    assert list(pool.snapshots) == [2, 3, 4]
+    assert len(pool) == 3
 
 
 def test_add_rule_waits_for_games_to_check():
@@ -37,7 +38,8 @@ def test_add_rule_waits_for_games_to_check():
     pool.add(np.zeros(2), 2)
     for _ in range(10):
         pool.record(1, 0.0)
-    assert not pool.should_add(100) and pool.should_add(503)  # losing, but 501 iterations since the add
+    assert not pool.should_add(100)
+    assert pool.should_add(503)  # losing, but 501 iterations since the add
 
 
 def test_decayed_statistics_and_draws():
@@ -73,7 +75,8 @@ def test_sampled_frequencies_pass_a_chi_square_test():
 
 def test_latest_heavy_and_uniform():
     latest = pool_with([0.5] * 5, chooser="latest").probabilities()
-    assert latest[4] == pytest.approx(0.8) and latest[0] == pytest.approx(0.05)
+    assert latest[4] == pytest.approx(0.8)
+    assert latest[0] == pytest.approx(0.05)
     uniform = pool_with([0.1, 0.9], chooser="uniform").probabilities()
     assert uniform == {0: 0.5, 1: 0.5}
 
@@ -84,4 +87,5 @@ def test_state_round_trip():
     restored.load_state_dict(pool.state_dict())
     assert restored.probabilities() == pool.probabilities()
     assert np.array_equal(restored.snapshots[1].blob, pool.snapshots[1].blob)
-    assert restored.snapshots[0].games == 100 and restored.next_id == 2
+    assert restored.snapshots[0].games == 100
+    assert restored.next_id == 2

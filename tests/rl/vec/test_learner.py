@@ -30,11 +30,15 @@ def test_vec_learner_updates_and_resumes(tmp_path):
     learner = VecLearner(config)
     before = [p.detach().clone() for p in learner.model.parameters()]
     TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.iteration >= 4)
-    assert learner.cost == 4 * 16 * 4 and learner.iteration == 4
+    assert learner.cost == 4 * 16 * 4
+    assert learner.iteration == 4
     assert any(not np.allclose(a.numpy(), b.detach().numpy()) for a, b in zip(before, learner.model.parameters()))
-    assert len(learner.pool) >= 2 and learner.stacked.count == len(learner.pool) + 1  # snapshots + the initial policy
+    assert len(learner.pool) >= 2
+    assert learner.stacked.count == len(learner.pool) + 1  # snapshots + the initial policy
     resumed = VecLearner(config)
-    assert TrainingLoop(resumed, tmp_path).resume() is not None and resumed.iteration == 4 and len(resumed.pool) == len(learner.pool)
+    assert TrainingLoop(resumed, tmp_path).resume() is not None
+    assert resumed.iteration == 4
+    assert len(resumed.pool) == len(learner.pool)
     for a, b in zip(resumed.model.parameters(), learner.model.parameters()):
         assert np.array_equal(a.detach().numpy(), b.detach().numpy())
     learner.close()
@@ -46,10 +50,14 @@ def test_rollout_shapes_and_opponents_per_environment(tmp_path):
     learner = VecLearner(config)
     segment, outcomes, returns = learner.rollout()
     assert learner.task.num_obs == 52                       # 40 + the time left + 11 egocentric (the shipped config)
-    assert segment.observations.shape == (8, 4, 52) and segment.actions.shape == (8, 4, 8)
-    assert segment.values.shape == (9, 4) and segment.rewards.shape == (8, 4)
+    assert segment.observations.shape == (8, 4, 52)
+    assert segment.actions.shape == (8, 4, 8)
+    assert segment.values.shape == (9, 4)
+    assert segment.rewards.shape == (8, 4)
     assert torch.all(torch.isfinite(segment.rewards))
-    assert outcomes.shape == (learner.stacked.count, 3) and outcomes.sum() == 0 and returns[1] == 0  # no game ends in 8 steps
+    assert outcomes.shape == (learner.stacked.count, 3)
+    assert outcomes.sum() == 0
+    assert returns[1] == 0  # no game ends in 8 steps
     assert math.isnan(learner.win_rate_against_initial())
     learner.close()
 
@@ -60,15 +68,19 @@ def test_initial_lanes_play_the_initial_policy_and_score_against_it():
                                              "rl.opponent.pool.capacity=2"])
     learner = VecLearner(config)
     learner.step()                                  # a second snapshot joins the pool: the stack is 2 + initial
-    assert learner.stacked.count == 3 and learner.opponent[:2].tolist() == [2, 2]
+    assert learner.stacked.count == 3
+    assert learner.opponent[:2].tolist() == [2, 2]
     assert torch.all(learner.opponent[2:] < 2)
     place(learner.task, 0, 1, 3.5, 0.0)             # the initial policy's ant leaves the ring in lane 0
     place(learner.task, 2, 0, 3.5, 0.0)             # the learner's ant leaves it in a pool lane
     segment, outcomes, returns = learner.rollout()
-    assert outcomes[2].tolist() == [1, 0, 0] and outcomes[:2].sum(0).tolist() == [0, 0, 1]
-    assert segment.dones[0].tolist() == [1, 0, 1, 0] and segment.rewards[0, 0] > 1900
+    assert outcomes[2].tolist() == [1, 0, 0]
+    assert outcomes[:2].sum(0).tolist() == [0, 0, 1]
+    assert segment.dones[0].tolist() == [1, 0, 1, 0]
+    assert segment.rewards[0, 0] > 1900
     learner.record(outcomes.numpy(), returns.numpy())
-    assert learner.win_rate_against_initial() == 1.0 and learner.training["win"] == 0.5
+    assert learner.win_rate_against_initial() == 1.0
+    assert learner.training["win"] == 0.5
     # a new snapshot evicts snapshot 0: games in progress keep their opponent if it is still there (at its new
     # position), those against snapshot 0 draw another
     named = lambda: [learner.pool_ids[i] if i < len(learner.pool_ids) else "initial"  # noqa: E731
@@ -78,8 +90,11 @@ def test_initial_lanes_play_the_initial_policy_and_score_against_it():
     learner.pool.add(to_blob(learner.model), learner.iteration)
     learner.stack_pool()
     after = named()
-    assert learner.pool_ids == [1, 2] and learner.stacked.count == 3
-    assert after[:2] == ["initial", "initial"] and after[3] == before[3] == 1 and after[2] in (1, 2)
+    assert learner.pool_ids == [1, 2]
+    assert learner.stacked.count == 3
+    assert after[:2] == ["initial", "initial"]
+    assert after[3] == before[3] == 1
+    assert after[2] in (1, 2)
     learner.close()
 
 
@@ -92,7 +107,8 @@ def test_train_py_runs_the_vec_config_without_ray(tmp_path):
                                 "evaluator.terminate=self.iteration >= 2"], capture_output=True, text=True,
                                cwd=REPOSITORY, timeout=300)
     assert completed.returncode == 0, completed.stderr[-2000:]
-    assert "holds after 2 iterations" in completed.stderr and (tmp_path / "checkpoints").is_dir()
+    assert "holds after 2 iterations" in completed.stderr
+    assert (tmp_path / "checkpoints").is_dir()
 
 
 @pytest.mark.gpu
@@ -103,7 +119,9 @@ def test_vec_learner_keeps_everything_on_the_gpu(tmp_path):
     learner = VecLearner(config)
     before = [p.detach().clone() for p in learner.model.parameters()]
     segment, outcomes, _ = learner.rollout()
-    assert segment.observations.is_cuda and outcomes.is_cuda and learner.opponent.is_cuda
+    assert segment.observations.is_cuda
+    assert outcomes.is_cuda
+    assert learner.opponent.is_cuda
     assert all(t.is_cuda for t in learner.stacked.parameters.values())
     TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.iteration >= 3)
     assert all(p.is_cuda for p in learner.model.parameters())
@@ -126,4 +144,6 @@ def test_bad_vec_settings_stop_train_py_with_one_line(tmp_path, capsys, change, 
 
     assert main(["-c", "mdp/vec/ant_sumo.yml", "-m", *change.split(), f"root={tmp_path}/run"]) == 2
     error = capsys.readouterr().err
-    assert message in error and len(error.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+    assert message in error
+    assert len(error.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()

@@ -32,19 +32,23 @@ def test_members_train_on_their_own_environments_and_resume(tmp_path):
     population = population_with(config, LeagueSettings(share=0.5, refresh=2), train__lr=LRS)
     before = [[p.detach().clone() for p in m.parameters()] for m in population.members]
     summary = TrainingLoop(population, tmp_path).run(stop=lambda trainer: trainer.iteration >= 3)
-    assert population.cost == 3 * 8 * 8 and summary["episodes"] == 8
+    assert population.cost == 3 * 8 * 8
+    assert summary["episodes"] == 8
     moved = [max(float((a - b).abs().max().detach()) for a, b in zip(old, m.parameters()))
              for old, m in zip(before, population.members)]
-    assert all(step > 0 for step in moved) and moved[3] > moved[0]      # a larger learning rate moves further
+    assert all(step > 0 for step in moved)
+    assert moved[3] > moved[0]      # a larger learning rate moves further
     assert population.shared.count == 4 + 1            # the members' league snapshots and the initial policy
     assert population.pool_stack.count == 4           # each member's pool (its initial snapshot)
     lanes = population.opponent.reshape(4, 2)
     assert (lanes[:, 0] == 8).all()                    # the first lane of each member plays the initial policy
     resumed = VecPopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=2))
-    assert TrainingLoop(resumed, tmp_path).resume() is not None and resumed.iteration == 3
+    assert TrainingLoop(resumed, tmp_path).resume() is not None
+    assert resumed.iteration == 3
     for a, b in zip(resumed.members, population.members):
         assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters()))
-    assert torch.equal(resumed.population.steps, population.population.steps) and population.population.steps[0] > 0
+    assert torch.equal(resumed.population.steps, population.population.steps)
+    assert population.population.steps[0] > 0
     assert resumed.population.lrs.tolist() == pytest.approx(LRS)
     resumed.step()
     population.close()
@@ -69,12 +73,14 @@ def test_games_feed_the_pools_the_league_and_the_ratings():
     assert (snapshot.wins, snapshot.draws, snapshot.losses) == (3, 1, 1)
     ratings = population.ratings()
     assert list(np.argsort(-ratings[:4])) == [0, 1, 2, 3]
-    assert population.tally.games[0, 1] == 20 and population.tally.scores[0, 1] == 20   # each played both ways
+    assert population.tally.games[0, 1] == 20
+    assert population.tally.scores[0, 1] == 20   # each played both ways
     weights = population._probabilities()
     member_three = [weights[3, keys.index(("member", n))] for n in range(3)]
-    assert weights[3].sum() == pytest.approx(1.0) and weights[3, keys.index(("member", 3))] == 0.0
-    assert weights[0, keys.index(("member", 1))] < weights[3, keys.index(("member", 0))] and \
-        sum(member_three) == pytest.approx(0.5)        # league share; the rest is member 3's own pool
+    assert weights[3].sum() == pytest.approx(1.0)
+    assert weights[3, keys.index(("member", 3))] == 0.0
+    assert weights[0, keys.index(("member", 1))] < weights[3, keys.index(("member", 0))]
+    assert sum(member_three) == pytest.approx(0.5)        # league share; the rest is member 3's own pool
     population.reset_tally()
     assert population.tally.games.sum() == 0
     population.close()
@@ -107,7 +113,8 @@ def test_members_may_weigh_rewards_their_own_way():
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SMALL)
     population = population_with(config, mdp__vec__reward__push=[0.0, 100.0, 200.0, 300.0])
     weights = population.task.settings.push_weight
-    assert weights.shape == (8, 1) and weights[:, 0].tolist() == [0.0, 0.0, 100.0, 100.0, 200.0, 200.0, 300.0, 300.0]
+    assert weights.shape == (8, 1)
+    assert weights[:, 0].tolist() == [0.0, 0.0, 100.0, 100.0, 200.0, 200.0, 300.0, 300.0]
     population.step()
     population.close()
 
@@ -127,15 +134,19 @@ def test_members_of_other_learners_join_the_league_and_the_ratings():
     population.set_external({7: stranger[0], 9: stranger[1]})
     population.reset_tally()
     keys = population.keys
-    assert population.shared.count == 4 + 2 + 1 and ("external", 9) in keys
+    assert population.shared.count == 4 + 2 + 1
+    assert ("external", 9) in keys
     outcomes = np.zeros((4, len(keys), 3))
     outcomes[:, keys.index(("external", 7))] = (0, 0, 6)          # everyone loses to individual 7
     outcomes[:, keys.index(("external", 9))] = (6, 0, 0)          # and beats individual 9
     population.record(outcomes)
     ratings = population.ratings()
-    assert len(ratings) == 4 + 2 + 1 and ratings[4] == ratings.max() and ratings[5] == ratings.min()
+    assert len(ratings) == 4 + 2 + 1
+    assert ratings[4] == ratings.max()
+    assert ratings[5] == ratings.min()
     weights = population._probabilities()
     assert (weights[:, keys.index(("external", 7))] > 10 * weights[:, keys.index(("external", 9))]).all()
     population.set_external({7: stranger[0]})                       # 9 left: its record goes, 7's stays
-    assert set(population.records) == {("external", 7)} and population.shared.count == 4 + 1 + 1
+    assert set(population.records) == {("external", 7)}
+    assert population.shared.count == 4 + 1 + 1
     population.close()

@@ -56,10 +56,12 @@ def test_an_iterations_games_count_as_an_unordered_stream(tmp_path):
     assert learner.pool.should_add(2)                              # the add rule sees 0.55 > 0.52 (sorted: 0.50)
     # running scores over the last 500 games: 350 wins, 10 draws, 340 losses in one iteration, so any 500 of them
     # score 355/700 on average (sorted, the last 500 were 150 wins, the draws and the losses: 0.31)
-    assert learner.training["win"] == pytest.approx(355 / 700) and learner.win_rate_against_initial() == 0.5
+    assert learner.training["win"] == pytest.approx(355 / 700)
+    assert learner.win_rate_against_initial() == 0.5
     TrainingLoop(learner, tmp_path).save()   # windows cut inside a batch are plain numbers: weights_only loads them
     resumed = VecLearner(config)
-    assert TrainingLoop(resumed, tmp_path).resume() is not None and resumed.recent_scores.mean() == pytest.approx(355 / 700)
+    assert TrainingLoop(resumed, tmp_path).resume() is not None
+    assert resumed.recent_scores.mean() == pytest.approx(355 / 700)
     learner.close()
     resumed.close()
 
@@ -70,12 +72,14 @@ def test_a_window_cut_inside_an_iteration_counts_that_iteration_in_proportion(tm
     learner.record(np.array([[40, 0, 0], [0, 0, 0]], np.float32), np.zeros(3, np.float32))
     learner.record(np.array([[0, 10, 30], [0, 0, 0]], np.float32), np.zeros(3, np.float32))
     # the last 50 games: all 40 of the second iteration (score 5) and 10 of the first (all won): 15 / 50
-    assert len(learner.pool.recent) == 50 and learner.pool.recent.mean() == pytest.approx(0.3)
+    assert len(learner.pool.recent) == 50
+    assert learner.pool.recent.mean() == pytest.approx(0.3)
     assert learner.pool.games_since_add == 80
     TrainingLoop(learner, tmp_path).save()                 # the statistics are plain numbers: weights_only loads them
     resumed = VecLearner(config)
     assert TrainingLoop(resumed, tmp_path).resume() is not None
-    assert resumed.pool.recent.mean() == pytest.approx(0.3) and resumed.training == learner.training != {}
+    assert resumed.pool.recent.mean() == pytest.approx(0.3)
+    assert resumed.training == learner.training != {}
     assert resumed.recent_scores.mean() == learner.recent_scores.mean()
     assert resumed.pool.snapshots[0].win_rate() == learner.pool.snapshots[0].win_rate()
     learner.close()
@@ -87,9 +91,12 @@ def test_score_window_keeps_the_newest_games():
     assert math.isnan(window.mean())
     window.add_outcomes(6, 0, 0)           # 6 wins
     window.add_outcomes(0, 4, 4)           # 8 games scoring 2: the window keeps 2 of the 6 wins
-    assert len(window) == 10 and window.mean() == pytest.approx((2 + 2) / 10)
+    assert len(window) == 10
+    assert window.mean() == pytest.approx((2 + 2) / 10)
     window.add_outcomes(0, 0, 30)          # a batch larger than the window replaces everything
-    assert len(window) == 10 and window.mean() == 0.0
+    assert len(window) == 10
+    assert window.mean() == 0.0
     restored = ScoreWindow(10)
     restored.load(window.state())
-    assert restored.mean() == window.mean() and len(restored) == 10
+    assert restored.mean() == window.mean()
+    assert len(restored) == 10
