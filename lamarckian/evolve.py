@@ -2,7 +2,7 @@
 
 Without ``-c``, the files are ``ec/ea/pbt.yml ec/wrap/mdp.yml``: a small PBT (4 learners, one actor each) on the
 built-in Pong on this machine. ``-c ec/ea/<name>.yml`` picks the algorithm (pbt, nsga_ii, tournament); any
-learning key given ``[lo, hi]`` is searched. See README "Evolution".
+learning key given ``[lo, hi]`` is searched. See docs/evolution.md.
 """
 
 from __future__ import annotations

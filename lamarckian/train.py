@@ -1,6 +1,6 @@
 """Train an agent: ``python train.py [-c FILE ...] [-m key.path=value ...] [-d | -D] [--debug]``.
 
-With no arguments: PPO self-play on the built-in Pong on a local Ray. See README for the keys.
+With no arguments: PPO self-play on the built-in Pong on a local Ray. Every key: docs/config.md.
 """
 
 from __future__ import annotations
