@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from .cli import configure_process, prepare_run, run_arguments, run_job, start_ray, usage_error
 from .config import load_with_sources, refuse_ignored
-from .config.sections import TrainSettings
+from .config.sections import RemoteSettings, TrainSettings
 
 #: settings the vectorized learner does not read (it has no actors, seats or Ray), and why
 IGNORED_ON_VEC = (("sample", "rl.swap", "rl.opponent.rule", "ray"),
@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     resumed = loop.resume()
     if resumed is not None and trainer.main:
         print(f"resuming from {resumed} (iteration {trainer.iteration}, {trainer.cost} env steps)", file=sys.stderr)
-    if config["mdp"]["create"] != "vec" and config["rl"]["remote"]["server"] is None:
+    if config["mdp"]["create"] != "vec" and RemoteSettings.from_config(config).server is None:
         start_ray(config["ray"])
     with torch.autograd.set_detect_anomaly(args.debug):     # --debug: NaN sources named; off again afterwards
         return run_job(loop.run, None, trainer.close, "checkpoint")

@@ -99,6 +99,26 @@ def _is_device(name: str) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
+class RLSettings(Section):
+    """``rl``: the algorithm (a built-in name or ``module:ClassName``, built with ``kwargs``) and what every
+    algorithm shares: the discount and GAE λ, and who plays which seat in games (see lamarckian.yml)."""
+
+    KEY = "rl"
+    OTHER_KEYS = ("ac", "ppo", "dqn", "sac", "remote", "opponent")
+
+    algorithm: str
+    kwargs: dict
+    discount: float
+    gae: float
+    swap: bool
+    shared_seats: bool
+
+    def __post_init__(self) -> None:
+        _require(self, algorithm=isinstance(self.algorithm, str) and bool(self.algorithm),
+                 kwargs=isinstance(self.kwargs, dict), discount=0 <= self.discount <= 1, gae=0 <= self.gae <= 1)
+
+
+@dataclasses.dataclass(frozen=True)
 class TrainSettings(Section):
     """``train``: the learner's optimizer and batch (see lamarckian.yml)."""
 
@@ -296,7 +316,7 @@ class RemoteSettings(Section):
 
 
 #: the sections of this layer, built (and so checked) by ``load()``
-RUN_SECTIONS = (TrainSettings, SampleSettings, EvaluatorSettings, CheckpointSettings, OpponentSettings, ReplaySettings,
+RUN_SECTIONS = (RLSettings, TrainSettings, SampleSettings, EvaluatorSettings, CheckpointSettings, OpponentSettings, ReplaySettings,
                 DQNSettings, EpsilonSettings, SACSettings, RemoteSettings)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 
 import pytest
 
@@ -58,3 +59,10 @@ def test_a_section_missing_a_key_or_with_a_stray_one_names_it():
     with pytest.raises(ConfigError, match="mdp.pong.colour"):
         PongSettings.from_mapping({**mapping, "colour": "red"})
     assert PongSettings.from_mapping({**mapping, "paddle_half": 1}).paddle_half == 1.0   # YAML 1 is a float here
+
+
+@pytest.mark.parametrize("change, culprit", [("rl.discount=1.5", "rl.discount=1.5"), ("rl.gae=-0.1", "rl.gae=-0.1"),
+                                             ("rl.algorithm=''", "rl.algorithm=''")])
+def test_an_rl_setting_out_of_range_names_its_key(change, culprit):
+    with pytest.raises(ConfigError, match=re.escape(culprit)):
+        load([], [change])

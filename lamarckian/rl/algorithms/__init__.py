@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 import torch
 
+from ...config.sections import RLSettings
 from ...mdp import MDP
 from ...mdp.plugin import is_plugin, load_plugin
 from .base import KINDS, Algorithm, UpdateRule
@@ -21,7 +22,8 @@ __all__ = ["BUILT_IN", "KINDS", "Algorithm", "UpdateRule", "algorithm_of", "buil
 def algorithm_of(config: Mapping[str, Any]) -> Algorithm:
     """The algorithm ``rl.algorithm`` names; ValueError naming the key for an unknown name, a class that cannot be
     imported or one that is not an :class:`Algorithm` of a known kind."""
-    name, kwargs = config["rl"]["algorithm"], dict(config["rl"]["kwargs"])
+    settings = RLSettings.from_config(config)
+    name, kwargs = settings.algorithm, dict(settings.kwargs)
     if not is_plugin(name):
         if name not in BUILT_IN:
             raise ValueError(f"rl.algorithm={name!r}: expected one of {', '.join(BUILT_IN)} or module:ClassName")

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ... import rpc
-from ...config.sections import EvaluatorSettings, OpponentSettings, SampleSettings
+from ...config.sections import EvaluatorSettings, OpponentSettings, RLSettings, SampleSettings
 from ...mdp import MDP, Controller, Episode, create_mdp, wrap_controller
 from ...mdp.wrap import CentralState
 from ...model import ActorCritic, ModelSettings, load_blob
@@ -70,14 +70,15 @@ class Actor:
         self.envs, self.truncation = sample.envs, sample.truncation
         opponent = OpponentSettings.from_config(config)
         self.rule_probability, self.mean_probability = opponent.rule, opponent.deterministic
-        self.swap = bool(config["rl"]["swap"])
+        rl = RLSettings.from_config(config)
+        self.swap = rl.swap
         self.central = ModelSettings.from_mapping(config["model"]).central_value
         self.seed, self.index = int(config["seed"]), index
         self.random = np.random.default_rng(actor_seed(config["seed"], index, CHOICES_SLOT))
         self.mdps = [create_mdp(self.mdp_config, seed=actor_seed(self.seed, index, FIRST_ENVIRONMENT_SLOT + slot))
                      for slot in range(self.envs)]
         self.seats = len(self.mdps[0])
-        self.seats_played = self.seats if config["rl"]["shared_seats"] else 1   # seats the learner plays in each game
+        self.seats_played = self.seats if rl.shared_seats else 1   # seats the learner plays in each game
         self.algorithm = algorithm_of(config)
         self._build_policy(config, blob)
         self.version = version

@@ -22,7 +22,7 @@ import torch
 
 from ... import rpc
 from ...config import lookup
-from ...config.sections import EvaluatorSettings, RemoteSettings, SampleSettings, TrainSettings
+from ...config.sections import EvaluatorSettings, RemoteSettings, RLSettings, SampleSettings, TrainSettings
 from ...model import to_blob
 from ...rating.results import POOL, RULE, EpisodeResult
 from ...record import Progress
@@ -81,7 +81,7 @@ class Learner(Trainer):
         self.algorithm = algorithm_of(config)
         self.model, self.seats = learner_network(config)
         self.algorithm.check(self.model, self.seats, config)
-        opponents = self.seats > 1 and not config["rl"]["shared_seats"]     # other seats: snapshots of a pool
+        opponents = self.seats > 1 and not RLSettings.from_config(config).shared_seats     # other seats: snapshots of a pool
         if opponents and getattr(self.model, "state_size", 0):
             raise ValueError(f"model.recurrent={config['model']['recurrent']} trains single-player MDPs or "
                              f"rl.shared_seats games; this one has {self.seats} seats played by opponent snapshots "

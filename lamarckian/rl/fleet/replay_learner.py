@@ -16,7 +16,7 @@ from typing import Any, Iterator, Mapping
 import torch
 
 from ... import rpc
-from ...config.sections import EpsilonSettings, ReplaySettings
+from ...config.sections import EpsilonSettings, ReplaySettings, RLSettings
 from ..algorithms.replay import ReplayBuffer
 from ..evaluator import summarize
 from ..segment import Segment
@@ -33,7 +33,7 @@ class OffPolicyLearner(Learner):
 
     def build_update(self, config: Mapping[str, Any]) -> None:
         self.replay_settings = replay = ReplaySettings.from_config(config)
-        self.replay = ReplayBuffer(replay.capacity, replay.steps, config["rl"]["discount"], replay.alpha, replay.beta,
+        self.replay = ReplayBuffer(replay.capacity, replay.steps, RLSettings.from_config(config).discount, replay.alpha, replay.beta,
                                    seed=config["seed"])
         self.replay_update = self.algorithm.replay_update(self.model, config)
         self.epsilon: EpsilonSettings | None = self.algorithm.exploration_schedule(config)   # DQN's ε
