@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPOSITORY))
 
 from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp.vec import create_vec_task  # noqa: E402
-from lamarckian.model import to_blob  # noqa: E402
+from lamarckian.model import ModelSettings, to_blob  # noqa: E402
 from lamarckian.model.network import seeded  # noqa: E402
 from lamarckian.rating.tournament import Entrant  # noqa: E402
 from lamarckian.rating.vec_runner import run_vec_tournament  # noqa: E402
@@ -83,7 +83,7 @@ def main() -> None:
     config = load(FILES, args.modify)
     task = create_vec_task({**config["mdp"]["vec"], "play_to_end": True}, seed=config["seed"])
     with seeded(config["seed"]):
-        template = vec_model(task, config["model"])
+        template = vec_model(task, ModelSettings.from_config(config))
     entrants = [Entrant("initial", to_blob(template))]
     _, single = Checkpoints(args.root / "single" / "checkpoints").load_newest()
     entrants.append(entrant("single", template, single["model"], single["iteration"], single["cost"],

@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPOSITORY))
 
 from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp.vec import create_vec_task  # noqa: E402
-from lamarckian.model import load_blob  # noqa: E402
+from lamarckian.model import ModelSettings, load_blob  # noqa: E402
 from lamarckian.record import Checkpoints  # noqa: E402
 from lamarckian.rl.vec.evaluation import VecEvaluation  # noqa: E402
 from lamarckian.rl.vec.learner import vec_model  # noqa: E402
@@ -59,7 +59,7 @@ def final_games(files: list[str], changes: list[str], root: Path, games: int) ->
     vec = config["mdp"]["vec"]
     _, state = Checkpoints(root / "checkpoints").load_newest()
     probe = create_vec_task({**vec, "num_envs": 1})
-    model = vec_model(probe, config["model"])
+    model = vec_model(probe, ModelSettings.from_config(config))
     probe.close()
     model.load_state_dict(state["model"])
     initial = state["initial"].numpy()

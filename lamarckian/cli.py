@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 import yaml
 
 from .config import ConfigError
-from .config.sections import TrainSettings
+from .config.sections import RunSettings, TrainSettings
 from .extras import missing_dependency
 
 #: errors that mean the user asked for something that cannot be (a bad key, value, file, missing extra): exit 2
@@ -47,7 +47,7 @@ def configure_process(config: Mapping[str, Any]) -> None:
     import torch
 
     torch.set_num_threads(max(1, TrainSettings.from_config(config).threads))
-    torch.manual_seed(int(config["seed"]))
+    torch.manual_seed(RunSettings.from_config(config).seed)
 
 
 def start_ray(ray_config: Mapping[str, Any]) -> bool:

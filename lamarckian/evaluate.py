@@ -103,12 +103,13 @@ def entrants_of(arguments: argparse.Namespace, folders: Sequence[Path], template
 def evaluate_vec(config, arguments: argparse.Namespace, folders: Sequence[Path], out: Path) -> int:
     """The tournament on a vectorized task, in this process (no Ray)."""
     from .mdp.vec import create_vec_task
+    from .model import ModelSettings
     from .rating.vec_runner import run_vec_tournament
     from .rl.vec.learner import vec_model
 
     try:
         task = create_vec_task({**config["mdp"]["vec"], "play_to_end": True}, seed=config["seed"])
-        template = vec_model(task, config["model"])
+        template = vec_model(task, ModelSettings.from_config(config))
         entrants = entrants_of(arguments, folders, template)
         if len(entrants) < task.num_agents:
             raise ValueError(f"{arguments.checkpoints}: a tournament of {task.num_agents}-player games needs at "
@@ -145,6 +146,7 @@ def film_ring_match(config, arguments: argparse.Namespace) -> tuple[dict, Any, A
         os.environ["MUJOCO_GL"] = "egl"                   # before MuJoCo is imported: no display here
     from .mdp.vec import create_vec_task
     from .mdp.vec.render import import_mujoco_renderer
+    from .model import ModelSettings
     from .model.network import seeded
     from .model.stacked import StackedPolicies
     from .rating.video import record_ring_match, video_pair
@@ -155,7 +157,7 @@ def film_ring_match(config, arguments: argparse.Namespace) -> tuple[dict, Any, A
     try:
         def fresh():
             with seeded(config["seed"]):                  # the network as the run initialized it
-                return vec_model(task, config["model"])
+                return vec_model(task, ModelSettings.from_config(config))
 
         player, opponent = video_pair(arguments.checkpoints, arguments.opponents, fresh(), fresh)
         stacked = StackedPolicies(fresh(), [player.blob, opponent.blob], task.device)

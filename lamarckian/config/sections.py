@@ -26,9 +26,15 @@ def default_config() -> dict[str, Any]:
     return read_config()[0]
 
 
+def key_path(section: str, key: str) -> str:
+    """``section.key`` (just ``key`` at the top of the configuration)."""
+    return f"{section}.{key}" if section else key
+
+
 def lookup_section(config: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """The mapping at the dotted ``key`` (``""``: the whole configuration)."""
     node: Any = config
-    for part in key.split("."):
+    for part in key.split(".") if key else ():
         if not isinstance(node, Mapping) or part not in node:
             raise ConfigError(f"the configuration has no section {key}")
         node = node[part]
@@ -53,10 +59,12 @@ class Section:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         missing = [name for name in fields if name not in mapping]
         if missing:
-            raise ConfigError(f"{cls.KEY}: missing key(s) {', '.join(f'{cls.KEY}.{m}' for m in missing)}")
+            raise ConfigError(f"{cls.KEY or 'the configuration'}: missing key(s) "
+                              f"{', '.join(key_path(cls.KEY, m) for m in missing)}")
         extra = [key for key in mapping if key not in fields and key not in cls.OTHER_KEYS]
         if extra:
-            raise ConfigError(f"{cls.KEY}: unknown key(s) {', '.join(f'{cls.KEY}.{e}' for e in extra)}")
+            raise ConfigError(f"{cls.KEY or 'the configuration'}: unknown key(s) "
+                              f"{', '.join(key_path(cls.KEY, e) for e in extra)}")
         hints = typing.get_type_hints(cls)
         return cls(**{name: _convert(mapping[name], hints[name]) for name in fields})
 
@@ -75,7 +83,7 @@ def _require(section: Section, **conditions: bool) -> None:
     """ValueError ``key=value: out of range`` for the first condition that does not hold."""
     for name, holds in conditions.items():
         if not holds:
-            raise ValueError(f"{section.KEY}.{name}={getattr(section, name)!r}: out of range")
+            raise ValueError(f"{key_path(section.KEY, name)}={getattr(section, name)!r}: out of range")
 
 
 def _convert(value: Any, hint: Any) -> Any:
@@ -96,6 +104,45 @@ def _convert(value: Any, hint: Any) -> Any:
 def _is_device(name: str) -> bool:
     """A torch device name this project places a learner on: cpu, cuda, cuda:N."""
     return re.fullmatch(r"cpu|cuda(:\d+)?", str(name)) is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings(Section):
+    """The run's own keys at the top of the configuration: its folder and its seed (every random stream of the run
+    derives from it: :mod:`lamarckian.rl.seeds`)."""
+
+    KEY = ""
+    OTHER_KEYS = ("ray", "rpc", "mdp", "model", "rl", "sample", "train", "evaluator", "ec")
+
+    root: str
+    seed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class RaySettings(Section):
+    """``ray``: where Ray runs (``address``: a cluster's; else a local one of ``num_cpus``), or ``local_mode``:
+    every actor an object of this process (``--debug``)."""
+
+    KEY = "ray"
+
+    address: str | None
+    num_cpus: float | None
+    local_mode: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class MDPSettings(Section):
+    """``mdp``: which environment (``create``) and what wraps every controller. The environments' own sub-sections
+    are open mappings handed to their factories (:func:`lamarckian.mdp.create_mdp`), the documented exception."""
+
+    KEY = "mdp"
+    OTHER_KEYS = ("realtime", "pong", "coins", "gym", "game", "service", "pettingzoo", "vec")
+
+    create: str
+    kwargs: dict
+    frame_skip: int
+    idle_action: int | None
+    idle_reward: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -316,7 +363,7 @@ class RemoteSettings(Section):
 
 
 #: the sections of this layer, built (and so checked) by ``load()``
-RUN_SECTIONS = (RLSettings, TrainSettings, SampleSettings, EvaluatorSettings, CheckpointSettings, OpponentSettings, ReplaySettings,
+RUN_SECTIONS = (RunSettings, RaySettings, MDPSettings, RLSettings, TrainSettings, SampleSettings, EvaluatorSettings, CheckpointSettings, OpponentSettings, ReplaySettings,
                 DQNSettings, EpsilonSettings, SACSettings, RemoteSettings)
 
 

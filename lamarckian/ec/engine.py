@@ -14,7 +14,7 @@ from typing import Any, Iterator, Mapping
 
 from .. import rpc
 from ..config import Expression
-from ..config.sections import EvaluatorSettings, SampleSettings
+from ..config.sections import EvaluatorSettings, RaySettings, RunSettings, SampleSettings
 from ..record import Checkpoints, Progress, format_number
 from .base import Algorithm
 from .individual import Individual
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 def build_algorithm(config: Mapping[str, Any], space: SearchSpace) -> Algorithm:
     """The algorithm named by ``ec.algorithm`` with its settings section."""
     ec = EvolutionSettings.from_config(config)
-    arguments = (space, ec.population, list(ec.objectives), int(config["seed"]))
+    arguments = (space, ec.population, list(ec.objectives), RunSettings.from_config(config).seed)
     if ec.algorithm == "pbt":
         return PBT(*arguments, PBTSettings.from_config(config))
     if ec.algorithm == "nsga_ii":
@@ -69,7 +69,7 @@ class Evolution:
                                         run / "league" if run else None)
         self.stop_rule = Expression(ec.stop)
         self.folder = run
-        self.local = bool(config["ray"]["local_mode"])
+        self.local = RaySettings.from_config(config).local_mode
         checkpoint = PopulationCheckpointSettings.from_config(self.config)
         self.checkpoints = Checkpoints(run / "population", checkpoint.keep) if run else None
         self.checkpoint_interval = checkpoint.interval

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from ..config.sections import CheckpointSettings, Section
+from ..config.sections import CheckpointSettings, MDPSettings, Section
 
 ALGORITHMS = ("pbt", "nsga_ii", "tournament")
 
@@ -43,7 +43,7 @@ class EvolutionSettings(Section):
     def vectorized_for(self, config: Mapping[str, Any]) -> bool:
         """Whether the population trains as one vectorized learner: ``ec.vectorized`` (null: exactly when the task
         is vectorized, ``mdp.create: vec``); ValueError with one line for a combination that does not exist."""
-        task_is_vectorized = config["mdp"]["create"] == "vec"
+        task_is_vectorized = MDPSettings.from_config(config).create == "vec"
         if self.vectorized is None or self.vectorized == task_is_vectorized:
             return task_is_vectorized
         if self.vectorized:

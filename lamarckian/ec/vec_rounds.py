@@ -25,8 +25,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from ..config.sections import SampleSettings
+from ..config.sections import RunSettings, SampleSettings
 from ..mdp.vec import placement
+from ..model import ModelSettings
 from ..model.network import seeded
 from ..rating.tournament import Entrant, plot, write_tables
 from ..rl.loop import TrainingLoop
@@ -81,12 +82,13 @@ class VecRounds:
                  league_folder: Path | None = None) -> None:
         check_vectorized(config, size, searched)
         self.base, self.size, self.league_folder = config, size, league_folder
-        self.config = round_config(config, {}, int(config["seed"]))
+        seed = RunSettings.from_config(config).seed
+        self.config = round_config(config, {}, seed)
         self.selfplay = EvolutionSettings.from_config(config).selfplay
         league = LeagueSettings.from_config(config) if self.selfplay else None
         self.learner = VecPopulationLearner(self.config, size, league)
         games = SampleSettings.from_config(config).eval
-        self.evaluation = VecEvaluation(config["mdp"]["vec"], games, ("initial",), seed=int(config["seed"]) + VEC_EVALUATION_SEED_OFFSET,
+        self.evaluation = VecEvaluation(config["mdp"]["vec"], games, ("initial",), seed=seed + VEC_EVALUATION_SEED_OFFSET,
                                         players=size) if games > 0 else None
 
     def train_round(self, tasks: Sequence[Mapping[str, Any]],
@@ -119,7 +121,7 @@ class VecRounds:
         state = owned(task["state"]) if task.get("state") is not None else None
         if state is None:
             with seeded(int(task["seed"])):
-                weights = vec_model(learner.task, self.base["model"]).state_dict()
+                weights = vec_model(learner.task, ModelSettings.from_config(self.base)).state_dict()
         else:
             weights = state["model"]
         if task.get("weight_noise"):                 # NSGA-II's weight noise on the inherited parameters

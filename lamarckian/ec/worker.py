@@ -21,7 +21,7 @@ import torch
 from .. import rpc
 from ..cli import configure_process
 from ..config import Expression
-from ..config.sections import EvaluatorSettings, SampleSettings
+from ..config.sections import EvaluatorSettings, OpponentSettings, RLSettings, SampleSettings
 from ..model import to_blob
 from ..remote.fleet import connect
 from ..rl.evaluator import Evaluator
@@ -46,9 +46,8 @@ def round_config(base: Mapping[str, Any], hparams: Mapping[str, Any], seed: int)
 
 
 def actor_fingerprint(config: Mapping[str, Any]) -> str:
-    rl = config["rl"]
-    return json.dumps([{k: config[k] for k in ACTOR_SECTIONS}, rl["swap"], rl["opponent"]["rule"]],
-                      sort_keys=True, default=str)
+    return json.dumps([{k: config[k] for k in ACTOR_SECTIONS}, RLSettings.from_config(config).swap,
+                       OpponentSettings.from_config(config).rule], sort_keys=True, default=str)
 
 
 def owned(value: Any) -> Any:

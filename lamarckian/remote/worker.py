@@ -18,7 +18,7 @@ from typing import Any, Mapping, Protocol
 
 import numpy as np
 
-from ..config.sections import SampleSettings
+from ..config.sections import RunSettings, SampleSettings
 from ..mdp import create_mdp, wrap_controller
 from ..model.observation import ObservationBatcher
 from ..rating.results import EpisodeResult
@@ -66,7 +66,8 @@ class OnnxRollout:
             raise ValueError(f"--onnx {path}: outputs {outputs}, expected [action, policy_action] (export.py --onnx)")
         sample = SampleSettings.from_config(config)
         self.truncation, self.mdp_config = sample.truncation, config["mdp"]
-        self.mdps = [create_mdp(config["mdp"], seed=actor_seed(config["seed"], index, FIRST_ENVIRONMENT_SLOT + slot))
+        seed = RunSettings.from_config(config).seed
+        self.mdps = [create_mdp(config["mdp"], seed=actor_seed(seed, index, FIRST_ENVIRONMENT_SLOT + slot))
                      for slot in range(sample.envs)]
         self.batcher = ObservationBatcher(self.mdps[0].describe()[0].observation)
         self.lanes = [Lane(keep_next=True) for _ in self.mdps]

@@ -64,13 +64,18 @@ def test_paths_fall_back_to_the_config_folder():
 
 def test_modifications_are_yaml_and_empty_deletes():
     config = load([], ["train.lr=1e-3", "model.hidden=[32,16]", "evaluator.terminate=self.cost>100000000",
-                       "mdp.gym.kwargs.render_mode=rgb_array", "ray.address="])
+                       "mdp.gym.kwargs.render_mode=rgb_array", "mdp.gym.kwargs.frameskip=4", "mdp.gym.kwargs.frameskip="])
     assert config["train"]["lr"] == pytest.approx(1e-3)
     assert isinstance(config["train"]["lr"], float)
     assert config["model"]["hidden"] == [32, 16]
     assert config["evaluator"]["terminate"] == "self.cost>100000000"
     assert config["mdp"]["gym"]["kwargs"] == {"render_mode": "rgb_array"}  # an open mapping takes any key
-    assert "address" not in config["ray"]
+    assert "frameskip" not in config["mdp"]["gym"]["kwargs"]
+
+
+def test_a_typed_key_cannot_be_deleted():
+    with pytest.raises(ConfigError, match="ray: missing key"):
+        load([], ["ray.address="])
 
 
 def test_reference_embedded_and_cycle(tmp_path):

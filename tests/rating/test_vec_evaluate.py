@@ -11,7 +11,7 @@ import pytest
 from lamarckian import evaluate
 from lamarckian.config import load
 from lamarckian.mdp.vec import AntBattle, BattleSettings
-from lamarckian.model import to_blob
+from lamarckian.model import ModelSettings, to_blob
 from lamarckian.model.stacked import StackedPolicies
 from lamarckian.rating.vec_games import play_vec_matches
 from lamarckian.rl.loop import TrainingLoop
@@ -63,7 +63,7 @@ def test_every_match_gets_ranks_for_every_seat():
     """More matches than environments: two chunks; each game's ranks are a valid elimination order."""
     task = AntBattle(2, BattleSettings(ants=3, play_to_end=True), seed=1)
     config = load(["mdp/vec/ant_battle.yml"], [])
-    template = vec_model(task, config["model"])
+    template = vec_model(task, ModelSettings.from_config(config))
     stacked = StackedPolicies(template, [to_blob(template)] * 3, task.device)
     results = play_vec_matches(task, stacked, [[0, 1, 2], [1, 2, 0], [2, 0, 1]])
     assert len(results) == 3

@@ -11,21 +11,18 @@ agree with the learner's.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import numpy as np
 import torch
 
 from ...model import ActorCritic
 from ..segment import Segment
-from .ppo import episode_starts, vtrace_advantages
+from .ppo import PPOSettings, episode_starts, vtrace_advantages
 
 
-def segment_gradient(model: ActorCritic, segment: Segment, config: Mapping[str, Any]) -> tuple[np.ndarray, float]:
+def segment_gradient(model: ActorCritic, segment: Segment, settings: PPOSettings) -> tuple[np.ndarray, float]:
     """The gradient ``(P,)`` of the actor-critic loss on ``segment`` ``[T, L]`` at ``model``'s weights (on-policy GAE
-    with ``rl.discount`` and ``rl.gae``; value and entropy weights ``rl.ac.weight_loss``) and the loss."""
-    rl = config["rl"]
-    weights = rl["ac"]["weight_loss"]
+    with ``settings.discount`` and ``settings.gae``; value and entropy weights ``settings.critic`` and
+    ``settings.entropy``: ``rl.ac.weight_loss``) and the loss."""
     steps, lanes = segment.rewards.shape
     observations = torch.from_numpy(segment.observations.reshape(steps * lanes, *segment.observations.shape[2:]))
     actions = torch.from_numpy(segment.actions.reshape(steps * lanes, *segment.actions.shape[2:]))
@@ -38,10 +35,10 @@ def segment_gradient(model: ActorCritic, segment: Segment, config: Mapping[str, 
             torch.from_numpy(segment.rewards), torch.cat([values.detach().reshape(steps, lanes),
                                                           torch.from_numpy(segment.values[-1:])]),
             torch.from_numpy(segment.dones), torch.from_numpy(segment.truncated).float(),
-            torch.from_numpy(segment.final_values), torch.ones(steps, lanes), rl["discount"], rl["gae"], 1.0)
+            torch.from_numpy(segment.final_values), torch.ones(steps, lanes), settings.discount, settings.gae, 1.0)
     policy_loss = -(advantages.reshape(-1) * model.log_prob(distribution, actions)).mean()
     value_loss = 0.5 * (values - targets.reshape(-1)).square().mean()
-    loss = policy_loss + weights["critic"] * value_loss - weights["entropy"] * model.entropy(distribution).mean()
+    loss = policy_loss + settings.critic * value_loss - settings.entropy * model.entropy(distribution).mean()
     parameters = list(model.parameters())
     gradients = torch.autograd.grad(loss, parameters, allow_unused=True)
     flat = torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(gradients, parameters)])

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Mapping, Protocol
 
 import torch
 
+from ...config.sections import MDPSettings
 from ...mdp import MDP
 from ...mdp.wrap import central_observation_space
 from ...model import ActorCritic, ModelSettings
@@ -66,7 +67,7 @@ class Algorithm:
         """The network the actors act with and the learner trains, for seat 0 of ``mdp`` (every seat shares its
         spaces): an :class:`ActorCritic`, its critic on the game's global state with ``model.central_value``."""
         spec = mdp.describe()[0]
-        settings = ModelSettings.from_mapping(config["model"])
+        settings = ModelSettings.from_config(config)
         observation = central_observation_space(mdp) if settings.central_value else spec.observation
         return ActorCritic(observation, spec.action, settings)
 
@@ -101,4 +102,5 @@ class Algorithm:
         """ValueError when this algorithm cannot train ``model`` on an MDP of ``seats`` seats with ``config``."""
         if self.single_player and seats > 1:
             raise ValueError(f"rl.algorithm={self.name} trains single-player MDPs; mdp.create="
-                             f"{config['mdp']['create']} has {seats} seats (self-play trains with rl.algorithm=ppo)")
+                             f"{MDPSettings.from_config(config).create} has {seats} seats (self-play trains with "
+                             "rl.algorithm=ppo)")

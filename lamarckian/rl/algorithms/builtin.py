@@ -8,7 +8,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from ...config.sections import DQNSettings, EpsilonSettings, SACSettings, TrainSettings
+from ...config.sections import DQNSettings, EpsilonSettings, RunSettings, SACSettings, TrainSettings
 from ...mdp import MDP
 from ...model import ModelSettings
 from ...model.offpolicy import QNetwork, SquashedGaussianPolicy
@@ -27,7 +27,7 @@ class PPOAlgorithm(Algorithm):
     name = "ppo"
 
     def update_rule(self, model: torch.nn.Module, config: Mapping[str, Any]) -> UpdateRule:
-        return PPO(model, PPOSettings.from_config(config), seed=config["seed"])
+        return PPO(model, PPOSettings.from_config(config), seed=RunSettings.from_config(config).seed)
 
 
 class IMPALA(PPOAlgorithm):
@@ -41,7 +41,7 @@ class IMPALA(PPOAlgorithm):
         if settings.objective != "vtrace":
             raise ValueError(f"rl.algorithm=impala learns with rl.ppo.objective=vtrace, not {settings.objective!r} "
                              "(-c rl/impala.yml sets it)")
-        return PPO(model, settings, seed=config["seed"])
+        return PPO(model, settings, seed=RunSettings.from_config(config).seed)
 
 
 class A3C(Algorithm):
@@ -52,14 +52,14 @@ class A3C(Algorithm):
     single_player = True
 
     def actor_message(self, model: torch.nn.Module, segment: Segment, config: Mapping[str, Any]) -> dict[str, Any]:
-        gradient, loss = segment_gradient(model, segment, config) if segment.finite() else \
+        gradient, loss = segment_gradient(model, segment, PPOSettings.from_config(config)) if segment.finite() else \
             (np.zeros(0, np.float32), float("nan"))          # a broken environment's: counted, never applied
         return {"gradient": gradient, "loss": loss, "version": segment.version, "steps": segment.steps,
                 "results": [r.to_wire() for r in segment.results]}
 
     def check(self, model: torch.nn.Module, seats: int, config: Mapping[str, Any]) -> None:
         super().check(model, seats, config)
-        settings = ModelSettings.from_mapping(config["model"])
+        settings = ModelSettings.from_config(config)
         if settings.normalize_observation or settings.normalize_value:
             raise ValueError("rl.algorithm=a3c: set model.normalize_observation and model.normalize_value false "
                              "(each actor would keep statistics of its own; rl/a3c.yml does)")
@@ -74,7 +74,7 @@ class ReplayAlgorithm(Algorithm):
     single_player = True
 
     def acting_network(self, mdp: MDP, config: Mapping[str, Any]) -> torch.nn.Module:
-        settings = ModelSettings.from_mapping(config["model"])
+        settings = ModelSettings.from_config(config)
         if settings.recurrent is not None or settings.central_value:
             setting = f"model.recurrent={settings.recurrent}" if settings.recurrent else "model.central_value=true"
             raise ValueError(f"{setting} applies to rl.algorithm ppo or a3c, not {self.name}")
@@ -90,7 +90,7 @@ class ReplayAlgorithm(Algorithm):
         train = TrainSettings.from_config(config)
         if train.gpus > 1:
             raise ValueError(f"train.gpus={train.gpus}: rl.algorithm={self.name} updates on one device")
-        if ModelSettings.from_mapping(config["model"]).normalize_observation:
+        if ModelSettings.from_config(config).normalize_observation:
             raise ValueError(f"model.normalize_observation=true: rl.algorithm={self.name} replays stored "
                              "observations, whose normalization would drift under the learner; set it false "
                              "(rl/dqn.yml, rl/sac.yml)")
@@ -131,6 +131,6 @@ class SACAlgorithm(ReplayAlgorithm):
 
     def replay_update(self, model: torch.nn.Module, config: Mapping[str, Any]) -> SAC:
         train = TrainSettings.from_config(config)
-        return SAC(model, ModelSettings.from_mapping(config["model"]), SACSettings.from_config(config), train.lr,
+        return SAC(model, ModelSettings.from_config(config), SACSettings.from_config(config), train.lr,
                    train.grad_clip)
 

@@ -12,8 +12,10 @@ import torch
 from torch import nn
 
 from ... import rpc
+from ...config.sections import TrainSettings
 from ...model import to_blob
 from ...rating.results import EpisodeResult
+from ..algorithms.ppo import PPOSettings
 from ..evaluator import summarize
 from .learner import Learner
 
@@ -23,12 +25,12 @@ class A3CLearner(Learner):
     ``train.grad_clip``; an iteration applies the gradients that have arrived (at least one) and broadcasts."""
 
     def build_update(self, config: Mapping[str, Any]) -> None:
-        train = config["train"]
+        train = TrainSettings.from_config(config)
         self.parameters = list(self.model.parameters())
         self.size = sum(p.numel() for p in self.parameters)
-        self.optimizer = torch.optim.Adam(self.parameters, lr=train["lr"])
-        self.lr, self.grad_clip = float(train["lr"]), train["grad_clip"]
-        self.staleness_limit = int(config["rl"]["ppo"]["max_staleness"])
+        self.optimizer = torch.optim.Adam(self.parameters, lr=train.lr)
+        self.lr, self.grad_clip = train.lr, train.grad_clip
+        self.staleness_limit = PPOSettings.from_config(config).max_staleness
         self.stale = self.malformed = 0
 
     def set_lr(self, lr: float) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ... import rpc
-from ...config.sections import EvaluatorSettings, OpponentSettings, RLSettings, SampleSettings
+from ...config.sections import EvaluatorSettings, OpponentSettings, RLSettings, RunSettings, SampleSettings
 from ...mdp import MDP, Controller, Episode, create_mdp, wrap_controller
 from ...mdp.wrap import CentralState
 from ...model import ActorCritic, ModelSettings, load_blob
@@ -62,9 +62,10 @@ class Actor:
     def __init__(self, config: Mapping[str, Any], index: int, blob: np.ndarray | None = None,
                  version: int = 0, pool: tuple[Mapping[int, float], Mapping[int, np.ndarray]] | None = None,
                  *, own_process: bool = True) -> None:
+        seed = RunSettings.from_config(config).seed
         if own_process:
             torch.set_num_threads(1)
-            torch.manual_seed(actor_seed(config["seed"], index, NETWORK_SLOT))
+            torch.manual_seed(actor_seed(seed, index, NETWORK_SLOT))
         self.mdp_config = config["mdp"]
         sample = SampleSettings.from_config(config)
         self.envs, self.truncation = sample.envs, sample.truncation
@@ -72,9 +73,9 @@ class Actor:
         self.rule_probability, self.mean_probability = opponent.rule, opponent.deterministic
         rl = RLSettings.from_config(config)
         self.swap = rl.swap
-        self.central = ModelSettings.from_mapping(config["model"]).central_value
-        self.seed, self.index = int(config["seed"]), index
-        self.random = np.random.default_rng(actor_seed(config["seed"], index, CHOICES_SLOT))
+        self.central = ModelSettings.from_config(config).central_value
+        self.seed, self.index = seed, index
+        self.random = np.random.default_rng(actor_seed(seed, index, CHOICES_SLOT))
         self.mdps = [create_mdp(self.mdp_config, seed=actor_seed(self.seed, index, FIRST_ENVIRONMENT_SLOT + slot))
                      for slot in range(self.envs)]
         self.seats = len(self.mdps[0])
@@ -103,7 +104,7 @@ class Actor:
         self.ready: asyncio.Future | None = None
         self.eval_mdps: list[MDP] = []
         self.eval_loop = asyncio.new_event_loop()     # kept between evaluations: their MDPs' connections live in it
-        self.eval_seed = actor_seed(config["seed"] + EVALUATION_SEED_OFFSET, index, NETWORK_SLOT)
+        self.eval_seed = actor_seed(seed + EVALUATION_SEED_OFFSET, index, NETWORK_SLOT)
         self.max_steps = EvaluatorSettings.from_config(config).max_steps   # decisions per evaluation episode
 
     def _build_policy(self, config: Mapping[str, Any], blob: np.ndarray | None) -> None:

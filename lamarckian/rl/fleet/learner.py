@@ -22,8 +22,16 @@ import torch
 
 from ... import rpc
 from ...config import lookup
-from ...config.sections import EvaluatorSettings, RemoteSettings, RLSettings, SampleSettings, TrainSettings
-from ...model import to_blob
+from ...config.sections import (
+    EvaluatorSettings,
+    MDPSettings,
+    RaySettings,
+    RemoteSettings,
+    RLSettings,
+    SampleSettings,
+    TrainSettings,
+)
+from ...model import ModelSettings, to_blob
 from ...rating.results import POOL, RULE, EpisodeResult
 from ...record import Progress
 from ...record.checkpoint import upgrade_checkpoint
@@ -71,7 +79,7 @@ class Learner(Trainer):
         self.everyone: rpc.All | None = None
         self.gather: rpc.Gather | None = None
         self.spawned = 0
-        self.local = bool(config["ray"]["local_mode"])
+        self.local = RaySettings.from_config(config).local_mode
 
     def configure(self, config: Mapping[str, Any]) -> None:
         """(Re)build the network (initialized from ``config.seed``), PPO, the evaluator and the opponent pool from
@@ -83,7 +91,8 @@ class Learner(Trainer):
         self.algorithm.check(self.model, self.seats, config)
         opponents = self.seats > 1 and not RLSettings.from_config(config).shared_seats     # other seats: snapshots of a pool
         if opponents and getattr(self.model, "state_size", 0):
-            raise ValueError(f"model.recurrent={config['model']['recurrent']} trains single-player MDPs or "
+            raise ValueError(f"model.recurrent={ModelSettings.from_config(config).recurrent} trains single-player MDPs "
+                             "or "
                              f"rl.shared_seats games; this one has {self.seats} seats played by opponent snapshots "
                              "(they act in one stacked feed-forward pass)")
         self.build_update(config)
@@ -95,7 +104,7 @@ class Learner(Trainer):
                              "gives it lamarckian.remote.fleet.connect)")
         if self.remote is not None and self.seats > 1:
             raise ValueError(f"rl.remote.server: remote workers play single-player MDPs; mdp.create="
-                             f"{config['mdp']['create']} has {self.seats} seats")
+                             f"{MDPSettings.from_config(config).create} has {self.seats} seats")
         self.batch_steps = TrainSettings.from_config(config).batch
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         self.iteration = self.cost = 0

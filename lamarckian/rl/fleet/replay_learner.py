@@ -16,7 +16,7 @@ from typing import Any, Iterator, Mapping
 import torch
 
 from ... import rpc
-from ...config.sections import EpsilonSettings, ReplaySettings, RLSettings
+from ...config.sections import EpsilonSettings, ReplaySettings, RLSettings, RunSettings
 from ..algorithms.replay import ReplayBuffer
 from ..evaluator import summarize
 from ..segment import Segment
@@ -34,7 +34,7 @@ class OffPolicyLearner(Learner):
     def build_update(self, config: Mapping[str, Any]) -> None:
         self.replay_settings = replay = ReplaySettings.from_config(config)
         self.replay = ReplayBuffer(replay.capacity, replay.steps, RLSettings.from_config(config).discount, replay.alpha, replay.beta,
-                                   seed=config["seed"])
+                                   seed=RunSettings.from_config(config).seed)
         self.replay_update = self.algorithm.replay_update(self.model, config)
         self.epsilon: EpsilonSettings | None = self.algorithm.exploration_schedule(config)   # DQN's ε
         self.device = next(self.model.parameters()).device

@@ -15,7 +15,7 @@ import torch
 
 from ... import rpc
 from ...cli import configure_process
-from ...config.sections import TrainSettings
+from ...config.sections import RunSettings, TrainSettings
 from ...mdp import create_mdp
 from ...model import to_blob
 from ...model.network import seeded
@@ -50,9 +50,10 @@ def learner_device(config: Mapping[str, Any]) -> torch.device:
 
 def learner_network(config: Mapping[str, Any]) -> tuple[torch.nn.Module, int]:
     """The learner's network, initialized from ``config.seed``, on ``train.device``; and the MDP's seat count."""
-    probe = create_mdp(config["mdp"], seed=config["seed"])
+    seed = RunSettings.from_config(config).seed
+    probe = create_mdp(config["mdp"], seed=seed)
     try:
-        with seeded(config["seed"]):
+        with seeded(seed):
             return build_model(probe, config).to(learner_device(config)), len(probe)
     finally:
         probe.close()
@@ -75,7 +76,8 @@ class UpdateRank:
         ranks = Ranks(rank, size, address=address, own_gpu=True)
         ranks.join(ranks.backend(next(self.model.parameters()).device.type),
                    TrainSettings.from_config(config).rank_timeout)
-        self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=config["seed"], ranks=ranks)
+        self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=RunSettings.from_config(config).seed,
+                       ranks=ranks)
 
     def update(self, shares: list[Mapping[str, Any]], version: int, cost: int, lr: float) -> None:
         """This rank's share of the step the learner takes now (at the learner's learning rate)."""

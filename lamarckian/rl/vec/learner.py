@@ -31,7 +31,7 @@ import gymnasium
 import numpy as np
 import torch
 
-from ...config.sections import EvaluatorSettings, OpponentSettings, TrainSettings
+from ...config.sections import EvaluatorSettings, OpponentSettings, RunSettings, TrainSettings
 from ...mdp.vec import VecTask, create_vec_task, placement
 from ...model import ActorCritic, ModelSettings, to_blob
 from ...model.network import seeded
@@ -51,11 +51,10 @@ WINDOW = 500                          # games the running (training) scores are 
 OPPONENTS = ("initial", "newest")     # the deterministic evaluation's opponents: initial policy, newest snapshot
 
 
-def vec_model(task: VecTask, settings: Mapping[str, Any]) -> ActorCritic:
-    """The actor-critic for ``task``'s observations and actions in [-1, 1] (``model`` section), on its device."""
+def vec_model(task: VecTask, model_settings: ModelSettings) -> ActorCritic:
+    """The actor-critic for ``task``'s observations and actions in [-1, 1], on its device."""
     spaces = (gymnasium.spaces.Box(-np.inf, np.inf, (task.num_obs,), np.float32),
               gymnasium.spaces.Box(-1.0, 1.0, (task.num_actions,), np.float32))
-    model_settings = ModelSettings.from_mapping(settings)
     if model_settings.recurrent is not None:
         raise ValueError(f"model.recurrent={model_settings.recurrent}: a vectorized task (mdp.create: vec) trains "
                          "feed-forward networks; recurrent ones train on the actor fleet")
@@ -71,16 +70,16 @@ class VecLearner(OpponentDraws, Trainer):
 
     def __init__(self, config: Mapping[str, Any], ranks: Ranks | None = None) -> None:
         self.config, self.ranks = config, ranks
+        self.seed = RunSettings.from_config(config).seed
         vec = config["mdp"]["vec"]
         if ranks is not None:
             vec = self._join(vec, config)
-        self.task: VecTask = create_vec_task(vec, seed=config["seed"] + (ranks.rank if ranks else 0))
+        self.task: VecTask = create_vec_task(vec, seed=self.seed + (ranks.rank if ranks else 0))
         task = self.task
         self.device = task.device
-        with seeded(config["seed"]):
-            self.model = vec_model(task, config["model"])
-        self.update_rule = PPO(self.model, PPOSettings.from_config(config, self.device.type), seed=config["seed"],
-                       ranks=ranks)
+        with seeded(self.seed):
+            self.model = vec_model(task, ModelSettings.from_config(config))
+        self.update_rule = PPO(self.model, PPOSettings.from_config(config, self.device.type), seed=self.seed, ranks=ranks)
         self.horizon = int(vec["horizon"])
         self.initial_blob = to_blob(self.model)
         self.initial_envs = round(float(vec["initial_share"]) * task.num_envs)
@@ -114,7 +113,7 @@ class VecLearner(OpponentDraws, Trainer):
     def _stream_seed(self, iteration: int) -> int:
         """The seed of this rank's sampling stream (opponent draws, actions) from ``iteration`` on."""
         rank = self.ranks.rank if self.ranks else 0
-        return int(self.config["seed"]) + 1_000_003 * rank + iteration * (rank > 0)
+        return self.seed + 1_000_003 * rank + iteration * (rank > 0)
 
     @property
     def main(self) -> bool:
@@ -136,7 +135,8 @@ class VecLearner(OpponentDraws, Trainer):
         games = self.evaluator.episodes
         if games <= 0 or vec["backend"] == "isaacgym" or not self.main:
             return None
-        return VecEvaluation(vec, games, OPPONENTS, seed=int(config["seed"]) + VEC_EVALUATION_SEED_OFFSET)
+        return VecEvaluation(vec, games, OPPONENTS, seed=RunSettings.from_config(config).seed
+                             + VEC_EVALUATION_SEED_OFFSET)
 
     # ---- opponents ------------------------------------------------------------------------------------------
     def stack_pool(self) -> None:

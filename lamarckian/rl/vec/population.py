@@ -23,9 +23,9 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from ...config.sections import EvaluatorSettings, OpponentSettings, Section
+from ...config.sections import EvaluatorSettings, OpponentSettings, RunSettings, Section
 from ...mdp.vec import VecTask, create_vec_task, reward_settings
-from ...model import to_blob
+from ...model import ModelSettings, to_blob
 from ...model.network import seeded
 from ...model.stacked import StackedPolicies
 from ...rating.tournament import Tally
@@ -72,7 +72,8 @@ class VecPopulationLearner(OpponentDraws, Trainer):
     def __init__(self, config: Mapping[str, Any], size: int, league: LeagueSettings | None = None) -> None:
         self.config = config
         vec = config["mdp"]["vec"]
-        self.task: VecTask = create_vec_task(vec, seed=config["seed"])
+        seed = RunSettings.from_config(config).seed
+        self.task: VecTask = create_vec_task(vec, seed=seed)
         task = self.task
         self.device, self.size = task.device, int(size)
         if self.size < 1 or task.num_envs % self.size:
@@ -84,11 +85,10 @@ class VecPopulationLearner(OpponentDraws, Trainer):
         self.member_of_env = lanes // self.member_envs
         self.initial_lane = lanes % self.member_envs < round(float(vec["initial_share"]) * self.member_envs)
         settings = PPOSettings.from_config(config, self.device.type)
-        seed = int(config["seed"])
         self.members = []
         for member in range(self.size):
             with seeded(seed + member):
-                self.members.append(vec_model(task, config["model"]))
+                self.members.append(vec_model(task, ModelSettings.from_config(config)))
         self.preparers = [PPO(model, settings) for model in self.members]          # advantages and targets
         self.population = PopulationPPO(self.members, [settings] * self.size, [seed + m for m in range(self.size)])
         self.member_configs: list[Mapping[str, Any]] = [config] * self.size

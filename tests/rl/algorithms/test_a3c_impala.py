@@ -12,6 +12,7 @@ import torch
 from lamarckian.config import load
 from lamarckian.model import ActorCritic, ModelSettings
 from lamarckian.rl.algorithms.a3c import segment_gradient
+from lamarckian.rl.algorithms.ppo import PPOSettings
 from lamarckian.rl.fleet.a3c_learner import A3CLearner
 from lamarckian.rl.fleet.factory import fleet_learner
 from lamarckian.rl.loop import TrainingLoop
@@ -27,7 +28,7 @@ def test_segment_gradients_improve_a_bandit():
                         ModelSettings.defaults(hidden=(8,), normalize_observation=False, normalize_value=False))
     parameters = list(model.parameters())
     for _ in range(60):
-        gradient, _ = segment_gradient(model, bandit_segment(model, 8, 4), config)
+        gradient, _ = segment_gradient(model, bandit_segment(model, 8, 4), PPOSettings.from_config(config))
         assert gradient.shape == (sum(p.numel() for p in parameters),)
         assert gradient.dtype == np.float32
         with torch.no_grad():
