@@ -63,10 +63,10 @@ class Evaluator:
         return self.latest
 
     def should_stop(self, cost: int, iteration: int, elapsed: float, training: Mapping[str, float]) -> bool:
-        """``evaluator.terminate`` with ``self`` = cost (env steps), iteration, time (s), the latest
-        evaluation's means (``fitness``, ``win``, objectives, also under ``result``) and ``training`` means."""
+        """``evaluator.terminate`` with ``self`` = cost (env steps; also ``env_steps``), iteration, time (s), the
+        latest evaluation's means (``fitness``, ``win``, objectives, also under ``result``) and ``training`` means."""
         if self.terminate is None:
             return False
-        names = {**self.latest, "cost": cost, "iteration": iteration, "time": elapsed,
+        names = {**self.latest, "cost": cost, "env_steps": cost, "iteration": iteration, "time": elapsed,
                  "result": dict(self.latest), "training": dict(training)}
         return bool(self.terminate.evaluate({"self": names}))

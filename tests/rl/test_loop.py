@@ -13,6 +13,7 @@ import torch
 
 from lamarckian.cli import configure_process
 from lamarckian.config import load
+from lamarckian.config.sections import EvaluatorSettings
 from lamarckian.record import Checkpoints
 from lamarckian.record.checkpoint import CHECKPOINT_FORMAT, upgrade_checkpoint
 from lamarckian.rl.fleet.learner import Learner
@@ -197,3 +198,10 @@ def test_a_csv_log_deleted_under_it_starts_again_with_a_header(tmp_path):
     path.unlink()
     log.write({"time": 2.0, "evaluating": 0.5, "cost": 20})
     assert read_rows(path) == [{"time": 2.0, "evaluating": 0.5, "cost": 20.0}]
+
+
+def test_the_stop_rule_names_env_steps_too():
+    from lamarckian.rl.evaluator import Evaluator
+
+    evaluator = Evaluator(EvaluatorSettings.defaults(terminate="self.env_steps >= 100 and self.cost >= 100"))
+    assert evaluator.should_stop(100, 1, 1.0, {})

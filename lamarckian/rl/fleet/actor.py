@@ -127,9 +127,10 @@ class Actor:
         self.version = int(version)
         return self.version
 
-    def set_exploration(self, epsilon: float) -> None:
-        """DQN's ε now (the learner's schedule); each lane explores with its own power of it (Ape-X spread)."""
-        self.policy.set_epsilon(epsilon)
+    def set_exploration(self, value: float) -> None:
+        """The acting policy's exploration now, from the learner's schedule (:meth:`Algorithm.exploration_schedule`:
+        DQN's ε, each lane exploring with its own power of it)."""
+        self.policy.set_exploration(value)
 
     def set_pool(self, probabilities: Mapping[int, float], blobs: Mapping[int, np.ndarray] | None = None) -> None:
         """The opponent pool: new snapshots' ``blobs`` and every member's sampling probability; members absent

@@ -86,9 +86,10 @@ class EpsilonGreedy:
         self.model, self.random = model, random
         self.actions = int(model.action_space.n)
         self.exponents = 1.0 + spread * np.arange(first, total) / max(1, total - 1)
-        self.set_epsilon(epsilon)
+        self.set_exploration(epsilon)
 
-    def set_epsilon(self, epsilon: float) -> None:
+    def set_exploration(self, epsilon: float) -> None:
+        """ε now: lane ``i`` explores with ``ε^exponent_i``."""
         self.epsilons = float(epsilon) ** self.exponents
 
     def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:

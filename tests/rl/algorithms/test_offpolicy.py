@@ -122,9 +122,9 @@ def test_ape_x_lanes_explore_with_powers_of_epsilon():
     server = EpsilonGreedy(model, 0.4, 7.0, first=4, total=8, random=np.random.default_rng(0))
     assert server.epsilons == pytest.approx(0.4 ** (1 + 7.0 * np.arange(4, 8) / 7))
     greedy = model.act(torch.zeros(1, 2))[0].item()
-    server.set_epsilon(0.0)
+    server.set_exploration(0.0)
     assert {int(server.serve([(np.zeros(2, np.float32), 0)])[0][0]) for _ in range(20)} == {greedy}
-    server.set_epsilon(1.0)
+    server.set_exploration(1.0)
     assert {int(server.serve([(np.zeros(2, np.float32), 3)])[0][0]) for _ in range(200)} == {0, 1, 2}
 
 
