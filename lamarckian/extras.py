@@ -5,7 +5,13 @@ from __future__ import annotations
 #: top-level module → the ``pip install 'lamarckian[<extra>]'`` that brings it
 EXTRA_OF_MODULE = {"ale_py": "atari", "cv2": "atari", "pettingzoo": "pettingzoo", "pygame": "pettingzoo",
                    "mujoco": "mujoco", "imageio": "mujoco", "mujoco_mjx": "mjx", "jax": "mjx", "av": "video",
-                   "wandb": "wandb", "deap": None, "ray": None, "zmq": None}
+                   "wandb": "wandb", "Box2D": "box2d", "chess": "pettingzoo-classic", "rlcard": "pettingzoo-classic",
+                   "pymunk": "pettingzoo-butterfly", "mpe2": "pettingzoo", "deap": None, "ray": None, "zmq": None}
+#: gymnasium's environment families (the package of an id's entry point) → the extra that installs what they need
+EXTRA_OF_GYM_FAMILY = {"box2d": "box2d", "mujoco": "mujoco"}
+#: PettingZoo's environment families (``pettingzoo.<family>.<game>``) → their extra
+EXTRA_OF_PETTINGZOO_FAMILY = {"classic": "pettingzoo-classic", "butterfly": "pettingzoo-butterfly",
+                              "sisl": "pettingzoo-sisl", "mpe": "pettingzoo", "atari": "atari"}
 
 
 def missing_dependency(error: ImportError, what: str) -> str:
@@ -14,8 +20,11 @@ def missing_dependency(error: ImportError, what: str) -> str:
     module = (error.name or str(error)).split(".")[0]
     if module in EXTRA_OF_MODULE and EXTRA_OF_MODULE[module] is None:
         hint = "pip install lamarckian"
-    elif module in EXTRA_OF_MODULE:
-        hint = f"pip install 'lamarckian[{EXTRA_OF_MODULE[module]}]'"
     else:
-        hint = f"pip install {module}"
+        hint = install_hint(EXTRA_OF_MODULE.get(module), module)
     return f"{what} needs the Python package {module!r}, which is not installed: {hint}"
+
+
+def install_hint(extra: str | None, module: str) -> str:
+    """The command that installs ``extra`` (or, with none, ``module`` itself)."""
+    return f"pip install 'lamarckian[{extra}]'" if extra else f"pip install {module}"

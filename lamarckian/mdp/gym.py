@@ -7,6 +7,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from ..extras import EXTRA_OF_GYM_FAMILY, install_hint
 from .base import MDP, Controller, Episode, PlayerSpec
 
 ATARI_NAMESPACE = "ALE/"
@@ -42,6 +43,10 @@ def make_env(env_id: str, kwargs: dict[str, Any], preprocess: str | None = None,
         gymnasium.register_envs(ale_py)
     try:
         env = gymnasium.make(env_id, **kwargs)
+    except gymnasium.error.DependencyNotInstalled as error:
+        family = str(gymnasium.spec(env_id).entry_point).split(":")[0].split(".")[-2]
+        raise ValueError(f"mdp.gym.id={env_id!r} needs packages that are not installed ({error}): "
+                         f"{install_hint(EXTRA_OF_GYM_FAMILY.get(family), family)}") from None
     except gymnasium.error.Error as error:
         raise ValueError(f"mdp.gym.id={env_id!r}: {error}") from None
     if preprocess == "atari":

@@ -9,6 +9,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from ..extras import EXTRA_OF_MODULE, EXTRA_OF_PETTINGZOO_FAMILY, install_hint
 from .base import PlayerSpec
 from .simultaneous import SimultaneousMDP
 from .turns import TurnMDP
@@ -23,7 +24,15 @@ def game_module(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        raise ValueError(f"mdp.pettingzoo.module={module!r}: {error}") from None
+        name, top = error.name or "", module.split(".")[0]
+        if not name or (name != top and (module == name or module.startswith(f"{name}."))):
+            raise ValueError(f"mdp.pettingzoo.module={module!r}: {error}") from None   # no such game
+        missing = name.split(".")[0]
+        family = module.split(".")[1] if module.startswith("pettingzoo.") and module.count(".") > 1 else ""
+        extra = EXTRA_OF_MODULE.get(top) if missing == top else \
+            EXTRA_OF_PETTINGZOO_FAMILY.get(family) or EXTRA_OF_MODULE.get(missing)
+        raise ValueError(f"mdp.pettingzoo.module={module!r} needs the Python package {missing!r}, which is not "
+                         f"installed: {install_hint(extra, missing)}") from None
 
 
 def pettingzoo_mdp(module: str, kwargs: dict[str, Any] | None = None, rule: str = "random",

@@ -1,4 +1,4 @@
-"""Turn per-player observations (arrays, or dicts of arrays) into one batched float tensor."""
+"""Turn per-player observations (arrays, or dicts and tuples of arrays) into one batched float tensor."""
 
 from __future__ import annotations
 
@@ -21,9 +21,16 @@ def flat_size(space: gymnasium.Space) -> int:
         return int(space.n)
     if isinstance(space, gymnasium.spaces.MultiBinary):
         return int(np.prod(space.shape))
-    if isinstance(space, gymnasium.spaces.Dict):
-        return sum(flat_size(s) for s in space.spaces.values())
-    raise TypeError(f"observation space {space} is not supported (Box, Discrete, MultiBinary, Dict)")
+    if isinstance(space, (gymnasium.spaces.Dict, gymnasium.spaces.Tuple)):
+        return sum(flat_size(s) for s in parts(space).values())
+    raise TypeError(f"observation space {space} is not supported (Box, Discrete, MultiBinary, Dict, Tuple)")
+
+
+def parts(space: gymnasium.spaces.Dict | gymnasium.spaces.Tuple) -> dict[Any, gymnasium.Space]:
+    """A composite space's parts by key: a Dict's names, a Tuple's positions (a Tuple is a Dict with keys 0…n−1)."""
+    if isinstance(space, gymnasium.spaces.Tuple):
+        return dict(enumerate(space.spaces))
+    return dict(space.spaces)
 
 
 def _flatten_one(space: gymnasium.Space, observation: Any) -> np.ndarray:
@@ -31,8 +38,8 @@ def _flatten_one(space: gymnasium.Space, observation: Any) -> np.ndarray:
         one_hot = np.zeros(space.n, np.float32)
         one_hot[int(observation) - space.start] = 1.0
         return one_hot
-    if isinstance(space, gymnasium.spaces.Dict):
-        return np.concatenate([_flatten_one(s, observation[k]) for k, s in space.spaces.items()])
+    if isinstance(space, (gymnasium.spaces.Dict, gymnasium.spaces.Tuple)):
+        return np.concatenate([_flatten_one(s, observation[k]) for k, s in parts(space).items()])
     return np.asarray(observation, np.float32).reshape(-1)
 
 

@@ -64,6 +64,20 @@ def test_dict_and_image_batching():
     assert model.act(torch.from_numpy(frames))[0].shape == (2,)
 
 
+def test_a_tuple_observation_batches_as_the_dict_of_its_positions():
+    parts = (gymnasium.spaces.Discrete(32), gymnasium.spaces.Discrete(11), gymnasium.spaces.Box(0, 1, (2,), np.float32))
+    as_tuple = ObservationBatcher(gymnasium.spaces.Tuple(parts))
+    as_dict = ObservationBatcher(gymnasium.spaces.Dict({str(i): space for i, space in enumerate(parts)}))
+    observation = (14, 10, np.array([0.25, 0.5], np.float32))
+    assert np.array_equal(as_tuple.convert(observation), as_dict.convert({"0": 14, "1": 10, "2": observation[2]}))
+
+
+def test_a_tuple_observation_space_builds_a_network():
+    space = gymnasium.spaces.Tuple((gymnasium.spaces.Discrete(32), gymnasium.spaces.Discrete(2)))   # Blackjack's kind
+    model = ActorCritic(space, gymnasium.spaces.Discrete(2), ModelSettings.defaults(hidden=(8,)))
+    assert model.batcher.shape == (34,)
+
+
 @pytest.mark.parametrize("bound", ["clip", "tanh"])
 def test_continuous_actions_stay_in_bounds(bound):
     space = gymnasium.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32))
