@@ -28,12 +28,15 @@ def returns(segment, discount: float) -> np.ndarray:
 
 
 class ReinforceUpdate:
-    """Adam steps on ``−(G − V)·log π + ½ (V − G)² − β·entropy`` over ``minibatches`` parts of each batch."""
+    """Adam steps on ``−(G − V)·log π + ½ (V − G)² − β·entropy`` over ``minibatches`` parts of each batch, the
+    gradient's norm clipped at ``grad_clip``."""
 
     max_staleness = 0                      # on-policy: only the newest weights' segments
 
-    def __init__(self, model: torch.nn.Module, lr: float, discount: float, entropy: float, minibatches: int) -> None:
-        self.model, self.lr, self.discount, self.entropy, self.minibatches = model, lr, discount, entropy, minibatches
+    def __init__(self, model: torch.nn.Module, lr: float, discount: float, entropy: float, minibatches: int,
+                 grad_clip: float) -> None:
+        self.model, self.lr, self.discount, self.entropy = model, lr, discount, entropy
+        self.minibatches, self.grad_clip = minibatches, grad_clip
         self.optimizer = torch.optim.Adam(model.parameters(), lr=lr)
 
     def update(self, segments: list, version: int, cost: int) -> dict[str, float]:
@@ -51,8 +54,9 @@ class ReinforceUpdate:
                     - self.entropy * self.model.entropy(distribution).mean())
             self.optimizer.zero_grad()
             loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
             self.optimizer.step()
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
         return {"loss": float(np.mean(losses)), "samples": float(len(targets))}
 
     def set_lr(self, lr: float) -> None:
@@ -74,8 +78,9 @@ class Reinforce(Algorithm):
 
     name = "reinforce"
 
-    def __init__(self, minibatches: int = 1, entropy: float = 0.01) -> None:
-        self.minibatches, self.entropy = minibatches, entropy
+    def __init__(self, minibatches: int = 1, entropy: float = 0.01, grad_clip: float = 0.5) -> None:
+        self.minibatches, self.entropy, self.grad_clip = minibatches, entropy, grad_clip
 
     def update_rule(self, model: torch.nn.Module, config: Mapping[str, Any]) -> ReinforceUpdate:
-        return ReinforceUpdate(model, config["train"]["lr"], config["rl"]["discount"], self.entropy, self.minibatches)
+        return ReinforceUpdate(model, config["train"]["lr"], config["rl"]["discount"], self.entropy, self.minibatches,
+                               self.grad_clip)

@@ -58,8 +58,9 @@ def test_a_wrong_class_name_is_one_line_naming_the_key(tmp_path, capsys, create,
     assert len(error.strip().splitlines()) == 1
 
 
-REINFORCE = ["-m", "rl.algorithm=tests.plugins.reinforce:Reinforce", "rl.kwargs={minibatches: 8}",
-             "model.normalize_value=false", "train.batch=4096", "train.lr=0.001", "evaluator.progress=false"]
+REINFORCE = ["-m", "rl.algorithm=tests.plugins.reinforce:Reinforce", "rl.kwargs={minibatches: 4}",
+             "model.normalize_value=false", "train.batch=4096", "train.lr=0.0005", "evaluator.interval=5",
+             "evaluator.progress=false"]
 
 
 @pytest.mark.slow
@@ -78,7 +79,7 @@ def test_a_users_own_algorithm_is_built_with_its_keyword_arguments():
 
 
 def test_the_keyword_arguments_reach_the_algorithm():
-    assert algorithm_of(load([], REINFORCE[1:3])).minibatches == 8
+    assert algorithm_of(load([], REINFORCE[1:3])).minibatches == 4
 
 
 @pytest.mark.parametrize("changes, message", [
