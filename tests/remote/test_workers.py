@@ -72,9 +72,8 @@ def test_workers_train_an_off_policy_learner_through_the_relay(server, tmp_path)
             workers["alice"].send_signal(signal.SIGKILL)            # killed mid-run: training carries on
             workers["alice"].wait(10)
             before = server.server.statistics()["workers"]["bob"]["segments"]
-            for _ in range(5):
-                learner.step()
-            assert server.server.statistics()["workers"]["bob"]["segments"] > before
+            assert wait_for(lambda: learner.step() is not None and            # the learner does not wait for
+                            server.server.statistics()["workers"]["bob"]["segments"] > before, 60)   # segments
             workers["alice"] = start_worker(server, "alice")           # and it comes back
             before = server.server.statistics()["workers"]["alice"]["segments"]
             assert wait_for(lambda: learner.step() is not None and
