@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .mdp import create_mdp
         from .rl.algorithms import build_model
 
-        mdp = create_mdp(config["mdp"], seed=config["seed"])
+        mdp = create_mdp(config["mdp"], seed=config["seed"], evaluation=True)
         if len(mdp) < 2:
             raise ValueError(f"evaluate.py rates games; mdp.create={config['mdp']['create']!r} has one player")
         template = build_model(mdp, config)
@@ -181,7 +181,7 @@ def film_mdp_episode(config, arguments: argparse.Namespace) -> tuple[dict, Any, 
     mdp_config = dict(config["mdp"])
     if mdp_config["create"] == "gym":
         mdp_config["gym"] = {**mdp_config["gym"], "kwargs": {**mdp_config["gym"]["kwargs"], "render_mode": "rgb_array"}}
-    mdp = create_mdp(mdp_config, seed=config["seed"])
+    mdp = create_mdp(mdp_config, seed=config["seed"], evaluation=True)
     try:
         def fresh():
             with seeded(config["seed"]):

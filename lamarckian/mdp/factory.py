@@ -13,11 +13,28 @@ BY_NAME = {"game": "lamarckian.games.mdp:GameMDP",             # by name: lamarc
            "service": "lamarckian.games.service:ServiceMDP"}
 
 
-def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None) -> MDP:
+def evaluation_config(mdp_config: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``mdp`` section of evaluation environments: ``mdp.evaluation``'s keys merged over the rest (Atari: full
+    games, the game's own score, ``mdp/gym/atari.yml``)."""
+    def merged(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(base)
+        for key, value in changes.items():
+            out[key] = merged(out[key], value) if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) \
+                else value
+        return out
+
+    rest = {key: value for key, value in mdp_config.items() if key != "evaluation"}
+    return merged(rest, mdp_config.get("evaluation") or {})
+
+
+def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None, *, evaluation: bool = False) -> MDP:
     """The MDP named by ``mdp.create`` (``pong``, ``coins``, ``gym``, ``pettingzoo``, ``game``: one served by a game
     server (``mdp.game``, docs/games.md), ``service``: agents of games that call the policy (``mdp.service``), or ``module:ClassName``: your
     own :class:`MDP` subclass, built as ``ClassName(**mdp.kwargs, seed=seed)``), seeded with ``seed``; stepped in
-    real time when ``mdp.realtime.period`` is set."""
+    real time when ``mdp.realtime.period`` is set. ``evaluation``: an environment for deterministic evaluation, with
+    ``mdp.evaluation``'s changes (:func:`evaluation_config`)."""
+    if evaluation:
+        mdp_config = evaluation_config(mdp_config)
     mdp = _create(mdp_config, seed)
     period = (mdp_config.get("realtime") or {}).get("period")
     if period is None:
@@ -44,7 +61,8 @@ def _create(mdp_config: Mapping[str, Any], seed: int | None) -> MDP:
 
         gym = mdp_config["gym"]
         return GymMDP(gym["id"], gym.get("kwargs"), preprocess=gym.get("preprocess"),
-                      frame_stack=gym.get("frame_stack") or 1, observe=gym.get("observe"), seed=seed)
+                      frame_stack=gym.get("frame_stack") or 1, observe=gym.get("observe"), atari=gym.get("atari"),
+                      seed=seed)
     if kind in BY_NAME:
         return load_plugin(BY_NAME[kind], "mdp.create").from_config(mdp_config, seed=seed)
     if kind == "pettingzoo":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import gymnasium
 import numpy as np
@@ -33,10 +33,10 @@ class ObservationSubset(gymnasium.ObservationWrapper):
 
 
 def make_env(env_id: str, kwargs: dict[str, Any], preprocess: str | None = None, frame_stack: int = 1,
-             observe: list[int] | None = None) -> gymnasium.Env:
-    """A gymnasium environment; ``preprocess: atari`` applies the DQN-style Atari preprocessing (84×84 grey,
-    frame skip 4, no-op starts) and stacks ``frame_stack`` frames. ale-py ships the ROMs. ``observe``: only these
-    entries of a vector observation (None: all)."""
+             observe: list[int] | None = None, atari: Mapping[str, Any] | None = None) -> gymnasium.Env:
+    """A gymnasium environment; ``preprocess: atari`` applies the standard Atari preprocessing of ``atari``
+    (``mdp.gym.atari``: :mod:`.atari`) and stacks ``frame_stack`` frames. ale-py ships the ROMs. ``observe``: only
+    these entries of a vector observation (None: all)."""
     if env_id.startswith(ATARI_NAMESPACE) or preprocess == "atari":
         import ale_py
 
@@ -50,7 +50,9 @@ def make_env(env_id: str, kwargs: dict[str, Any], preprocess: str | None = None,
     except gymnasium.error.Error as error:
         raise ValueError(f"mdp.gym.id={env_id!r}: {error}") from None
     if preprocess == "atari":
-        env = gymnasium.wrappers.AtariPreprocessing(env, frame_skip=4 if kwargs.get("frameskip") == 1 else 1)
+        from .atari import atari_settings, atari_wrappers
+
+        env = atari_wrappers(env, atari_settings(atari), skip_in_env=kwargs.get("frameskip") != 1)
     elif preprocess is not None:
         raise ValueError(f"mdp.gym.preprocess={preprocess!r}: expected null or 'atari'")
     if observe is not None:
@@ -99,8 +101,9 @@ class GymMDP(MDP):
     """One gymnasium environment as a one-player MDP (no ticks: the player's call advances it)."""
 
     def __init__(self, env_id: str, kwargs: dict[str, Any] | None = None, *, preprocess: str | None = None,
-                 frame_stack: int = 1, observe: list[int] | None = None, seed: int | None = None) -> None:
-        self.env = make_env(env_id, dict(kwargs or {}), preprocess, frame_stack, observe)
+                 frame_stack: int = 1, observe: list[int] | None = None, atari: Mapping[str, Any] | None = None,
+                 seed: int | None = None) -> None:
+        self.env = make_env(env_id, dict(kwargs or {}), preprocess, frame_stack, observe, atari)
         self.spec = PlayerSpec(self.env.observation_space, self.env.action_space)
         self.seed = seed
 

@@ -287,7 +287,8 @@ class Actor:
         :class:`EpisodeResult`). Uses its own event loop, so
         sampling is paused meanwhile."""
         while len(self.eval_mdps) < min(len(jobs), self.envs):
-            self.eval_mdps.append(create_mdp(self.mdp_config, seed=self.eval_seed + len(self.eval_mdps)))
+            self.eval_mdps.append(create_mdp(self.mdp_config, seed=self.eval_seed + len(self.eval_mdps),
+                                             evaluation=True))
         inference = BatchedInference()
         queue = list(enumerate(jobs))
         results: list[list[dict[str, Any]]] = [[] for _ in jobs]
