@@ -14,7 +14,7 @@ from .config import load_with_sources, refuse_ignored
 from .config.sections import RemoteSettings, TrainSettings
 
 #: settings the vectorized learner does not read (it has no actors, seats or Ray), and why
-IGNORED_ON_VEC = (("sample", "rl.swap", "rl.opponent.rule", "ray"),
+IGNORED_ON_VEC = (("sample", "rl.swap", "rl.opponent.rule", "ray", "rl.policies", "rl.policy_mapping"),
                   "a vectorized task (mdp.create: vec) trains in this process without actors: its environments are "
                   "mdp.vec.num_envs, its rollouts mdp.vec.horizon steps long, agent 0 is the learner")
 IGNORED_ON_FLEET = (("mdp.vec",), "mdp.vec applies to a vectorized task only (mdp.create: vec)")

@@ -297,7 +297,8 @@ def refuse_ignored(config: dict[str, Any], sources: Sources, prefixes: Iterable[
     for key, origin in sources.by_key.items():
         if any(key == prefix or key.startswith(f"{prefix}.") for prefix in prefixes):
             try:
-                leaf = not isinstance(lookup(config, key), dict)
+                value = lookup(config, key)
+                leaf = not isinstance(value, dict) or not any(k.startswith(f"{key}.") for k in sources.by_key)
             except KeyError:
                 leaf = True
             if leaf:

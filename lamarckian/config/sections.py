@@ -159,6 +159,8 @@ class RLSettings(Section):
     gae: float
     swap: bool
     shared_seats: bool
+    policies: dict
+    policy_mapping: str
 
     def __post_init__(self) -> None:
         _require(self, algorithm=isinstance(self.algorithm, str) and bool(self.algorithm),

@@ -166,7 +166,9 @@ class GameMDP(EpisodeCounts, MDP):
         if key not in _hellos:
             _hellos[key] = fetch_hello(settings)
         self.hello = _hellos[key]
-        self.specs = [PlayerSpec(observation, action) for _, observation, action in protocol.player_specs(self.hello)]
+        described = protocol.player_specs(self.hello)
+        self.specs = [PlayerSpec(observation, action) for _, observation, action in described]
+        self.names = [name for name, _, _ in described]
         EpisodeCounts.__init__(self, FAULTS)
 
     @classmethod
@@ -175,6 +177,10 @@ class GameMDP(EpisodeCounts, MDP):
 
     def describe(self) -> list[PlayerSpec]:
         return self.specs
+
+    def seat_names(self) -> list[str]:
+        """The names the game server gave its seats (``hello.players[i].name``)."""
+        return list(self.names)
 
     def reset(self, *players: int, seed: int | None = None) -> Episode:
         seats = list(players)

@@ -262,8 +262,10 @@ def describe_space(space: gymnasium.Space) -> dict[str, Any]:
         return {"type": "multi_binary", "n": space.n if isinstance(space.n, int) else np.asarray(space.n).tolist()}
     if isinstance(space, gymnasium.spaces.Dict):
         return {"type": "dict", "spaces": {name: describe_space(sub) for name, sub in space.spaces.items()}}
+    if isinstance(space, gymnasium.spaces.Tuple):
+        return {"type": "tuple", "spaces": [describe_space(sub) for sub in space.spaces]}
     raise ValueError(f"{type(space).__name__} spaces cannot be described (Box, Discrete, MultiDiscrete, "
-                     "MultiBinary, Dict)")
+                     "MultiBinary, Dict, Tuple)")
 
 
 def build_space(description: Any, where: str = "space") -> gymnasium.Space:
@@ -291,12 +293,17 @@ def build_space(description: Any, where: str = "space") -> gymnasium.Space:
         if kind == "dict":
             return gymnasium.spaces.Dict({str(name): build_space(sub, f"{where}.{name}")
                                           for name, sub in dict(description["spaces"]).items()})
+        if kind == "tuple":
+            if not isinstance(description["spaces"], list):
+                raise TypeError("'spaces' is not a list")
+            return gymnasium.spaces.Tuple([build_space(sub, f"{where}[{position}]")
+                                           for position, sub in enumerate(description["spaces"])])
     except ProtocolViolation:
         raise
     except (KeyError, TypeError, ValueError, AssertionError) as error:
         raise ProtocolViolation(f"{where}: malformed {kind} space ({type(error).__name__}: {error})") from None
     raise ProtocolViolation(f"{where}: unknown space type {kind!r} (box, discrete, multi_discrete, multi_binary, "
-                            "dict)")
+                            "dict, tuple)")
 
 
 def conform(value: Any, space: gymnasium.Space, where: str) -> Any:
@@ -306,6 +313,11 @@ def conform(value: Any, space: gymnasium.Space, where: str) -> Any:
         if not isinstance(value, dict) or set(value) != set(space.spaces):
             raise ProtocolViolation(f"{where}: expected a map with keys {sorted(space.spaces)}")
         return {name: conform(value[name], sub, f"{where}.{name}") for name, sub in space.spaces.items()}
+    if isinstance(space, gymnasium.spaces.Tuple):
+        if not isinstance(value, (list, tuple)) or len(value) != len(space.spaces):
+            raise ProtocolViolation(f"{where}: expected a list of {len(space.spaces)} parts")
+        return tuple(conform(part, sub, f"{where}[{position}]")
+                     for position, (part, sub) in enumerate(zip(value, space.spaces)))
     if isinstance(space, gymnasium.spaces.Discrete):
         if isinstance(value, np.ndarray) and value.size == 1:
             value = value.reshape(-1)[0].item()

@@ -96,6 +96,7 @@ class GameServer:
             raise ValueError(f"--bot {list(bots)}: seats must be in 0..{len(specs) - 1} and leave one to the trainer")
         self.seats = [seat for seat in range(len(specs)) if seat not in set(bots)]   # trainer seat i → game seat
         self.specs = [specs[seat] for seat in self.seats]
+        self.names = [probe.seat_names()[seat] for seat in self.seats]
         self.rule = len(specs) > 1      # the built-in games play a seat nobody controls by their rule
         self.free: list[MDP] = [probe]
         self.counters: collections.Counter[str] = collections.Counter()
@@ -111,9 +112,9 @@ class GameServer:
         """What the server tells a client after the handshake (its proof is added per connection)."""
         return {"type": "hello", "version": protocol.VERSION, "rule": self.rule, "max_frame": self.max_frame,
                 "max_episodes": self.max_episodes,
-                "players": [{"name": f"seat{seat}", "observation": protocol.describe_space(spec.observation),
+                "players": [{"name": name, "observation": protocol.describe_space(spec.observation),
                              "action": protocol.describe_space(spec.action)}
-                            for seat, spec in zip(self.seats, self.specs)]}
+                            for name, spec in zip(self.names, self.specs)]}
 
     def statistics(self) -> dict[str, float]:
         """The counters, and how far the latest delayed replies left from their due time (``late_ms``: mean,

@@ -101,6 +101,11 @@ class MDP(abc.ABC):
     def __len__(self) -> int:
         return len(self.describe())
 
+    def seat_names(self) -> list[str]:
+        """A name per seat (``rl.policy_mapping`` maps names to policies): ``player_<i>`` unless the game names its
+        seats (a PettingZoo game's agents: ``adversary_0``, ``agent_0``...)."""
+        return [f"player_{seat}" for seat in range(len(self))]
+
     @abc.abstractmethod
     def reset(self, *players: int, seed: int | None = None) -> Episode:
         """Start an episode; controllers for ``players`` in that order; other players follow the rule."""

@@ -68,6 +68,9 @@ class ParallelMDP(SimultaneousMDP):
     def describe(self) -> list[PlayerSpec]:
         return self.specs
 
+    def seat_names(self) -> list[str]:
+        return list(self.agents)
+
     def start(self, seed: int | None) -> None:
         if seed is None and self.seed is not None:
             seed, self.seed = self.seed, None

@@ -89,6 +89,9 @@ class TurnMDP(MDP):
     def describe(self) -> list[PlayerSpec]:
         return self.specs
 
+    def seat_names(self) -> list[str]:
+        return list(self.agents)
+
     def reset(self, *players: int, seed: int | None = None) -> Episode:
         count = len(self.agents)
         if len(set(players)) != len(players) or not all(0 <= p < count for p in players):

@@ -32,6 +32,7 @@ class Segment:
             starts there); None for feed-forward policies.
         counters: what the environments counted since the actor's previous segment (``MDP.counters``: a game
             server's lost episodes...), added up by the learner.
+        policy: the policy that played its lanes (``rl.policies``); "" with one policy for every seat.
     """
 
     observations: Any
@@ -48,6 +49,7 @@ class Segment:
     next_observations: Any = None
     states: Any = None
     counters: dict[str, float] = dataclasses.field(default_factory=dict)
+    policy: str = ""
 
     def finite(self) -> bool:
         """No NaN or infinity in the rewards and observations (a broken environment's output)."""
@@ -63,6 +65,8 @@ class Segment:
                 wire[name] = getattr(self, name)
         if self.counters:
             wire["counters"] = dict(self.counters)
+        if self.policy:
+            wire["policy"] = self.policy
         return wire
 
     @classmethod
@@ -80,9 +84,23 @@ class Segment:
         if not isinstance(counters, Mapping) or not all(isinstance(k, str) and isinstance(v, (int, float))
                                                         for k, v in counters.items()):
             raise ValueError("segment counters must map names to numbers")
+        policy = data.get("policy", "")
+        if not isinstance(policy, str):
+            raise ValueError(f"segment policy must be a name, got {policy!r:.50}")
         return cls(**{name: data[name] for name in ARRAYS}, version=int(data["version"]), steps=int(data["steps"]),
                    results=[EpisodeResult.from_wire(r) for r in data["results"]],
-                   **{name: data.get(name) for name in OPTIONAL}, counters=dict(counters))
+                   **{name: data.get(name) for name in OPTIONAL}, counters=dict(counters), policy=policy)
+
+
+def segments_of(message: Mapping[str, Any]) -> list[Segment]:
+    """The segments of an actor's message: one segment, or with ``rl.policies`` a ``{"bundle": [segment, ...]}`` of
+    one per policy; ValueError for anything else (a peer's malformed report)."""
+    if isinstance(message, Mapping) and "bundle" in message:
+        bundle = message["bundle"]
+        if not isinstance(bundle, list) or not bundle:
+            raise ValueError("a segment bundle is a non-empty list of segments")
+        return [Segment.from_wire(part) for part in bundle]
+    return [Segment.from_wire(message)]
 
 
 class Lane:

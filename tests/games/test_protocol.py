@@ -18,6 +18,7 @@ SPACES = [
     gymnasium.spaces.MultiDiscrete([3, 4]),
     gymnasium.spaces.MultiBinary(6),
     gymnasium.spaces.Dict({"image": gymnasium.spaces.Box(0, 1, (2, 2)), "mask": gymnasium.spaces.MultiBinary(3)}),
+    gymnasium.spaces.Tuple((gymnasium.spaces.Discrete(32), gymnasium.spaces.Discrete(11), gymnasium.spaces.Discrete(2))),
 ]
 
 
@@ -25,6 +26,18 @@ SPACES = [
 def test_a_space_survives_its_description(space):
     rebuilt = protocol.build_space(msgpack.unpackb(msgpack.packb(protocol.describe_space(space))))
     assert rebuilt == space
+
+
+def test_a_tuple_observation_is_conformed_part_by_part():
+    space = gymnasium.spaces.Tuple((gymnasium.spaces.Discrete(32), gymnasium.spaces.Box(-1, 1, (2,), np.float32)))
+    value = protocol.conform([14, [0.5, -0.5]], space, "observation")
+    assert space.contains(value)
+
+
+def test_a_tuple_observation_with_a_missing_part_is_named():
+    space = gymnasium.spaces.Tuple((gymnasium.spaces.Discrete(32), gymnasium.spaces.Discrete(2)))
+    with pytest.raises(ProtocolViolation, match=r"observation: expected a list of 2 parts"):
+        protocol.conform([14], space, "observation")
 
 
 def test_arrays_travel_with_their_dtype_and_shape():

@@ -76,3 +76,14 @@ def test_ppo_learns_cartpole_behind_a_server_with_latency(tmp_path):
     evaluations = [float(m) for m in re.findall(r"fitness ([-\d.e+]+) over", completed.stderr)]
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert max(evaluations) >= 475, completed.stderr[-3000:]
+
+
+def test_a_tuple_observation_travels_from_a_game_server_to_the_actor(tmp_path):
+    """Blackjack-v1's observation is a Tuple (player sum, dealer card, usable ace): served, described, conformed and
+    flattened as the gymnasium adapter does it."""
+    server = ServerProcess(tmp_path, ["--env", "Blackjack-v1"])
+    actor = Actor(game_config(server, "sample.envs=4", "sample.truncation=8"), 0, own_process=False)
+    segment = actor.sample()
+    actor.close()
+    server.stop()
+    assert segment["observations"].shape == (8, 4, 32 + 11 + 2)      # one-hot parts side by side

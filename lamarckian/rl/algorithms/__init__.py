@@ -10,6 +10,8 @@ import torch
 from ...config.sections import RLSettings
 from ...mdp import MDP
 from ...mdp.plugin import is_plugin, load_plugin
+from ...model.policy_set import PolicySet
+from ..policies import roles_of
 from .base import KINDS, Algorithm, UpdateRule
 from .builtin import A3C, IMPALA, DQNAlgorithm, PPOAlgorithm, SACAlgorithm
 
@@ -44,5 +46,14 @@ def algorithm_of(config: Mapping[str, Any]) -> Algorithm:
 
 
 def build_model(mdp: MDP, config: Mapping[str, Any]) -> torch.nn.Module:
-    """The acting network of ``rl.algorithm`` for seat 0 of ``mdp``."""
-    return algorithm_of(config).acting_network(mdp, config)
+    """The acting network of ``rl.algorithm`` for seat 0 of ``mdp``; with ``rl.policies``, a
+    :class:`~lamarckian.model.PolicySet` of one network per policy, each for its seats."""
+    algorithm = algorithm_of(config)
+    roles = roles_of(mdp, config)
+    if roles is None:
+        return algorithm.acting_network(mdp, config)
+    if algorithm.kind != "on_policy":
+        raise ValueError(f"rl.policies: a policy per role trains with an on-policy algorithm on the actor fleet (ppo, "
+                         f"impala); rl.algorithm={algorithm.name} is refused")
+    return PolicySet({name: algorithm.acting_network(mdp, roles.config_of(config, name), seat=roles.seats_of(name)[0])
+                      for name in roles.names})

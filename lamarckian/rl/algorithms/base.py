@@ -63,10 +63,10 @@ class Algorithm:
     single_player: ClassVar[bool] = False
     learner_class: ClassVar[type | None] = None
 
-    def acting_network(self, mdp: MDP, config: Mapping[str, Any]) -> torch.nn.Module:
-        """The network the actors act with and the learner trains, for seat 0 of ``mdp`` (every seat shares its
-        spaces): an :class:`ActorCritic`, its critic on the game's global state with ``model.central_value``."""
-        spec = mdp.describe()[0]
+    def acting_network(self, mdp: MDP, config: Mapping[str, Any], seat: int = 0) -> torch.nn.Module:
+        """The network the actors act with and the learner trains, for ``seat`` of ``mdp`` (the seats it plays share
+        its spaces): an :class:`ActorCritic`, its critic on the game's global state with ``model.central_value``."""
+        spec = mdp.describe()[seat]
         settings = ModelSettings.from_config(config)
         observation = central_observation_space(mdp) if settings.central_value else spec.observation
         return ActorCritic(observation, spec.action, settings)

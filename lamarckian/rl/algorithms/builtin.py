@@ -73,12 +73,12 @@ class ReplayAlgorithm(Algorithm):
     off_policy = True
     single_player = True
 
-    def acting_network(self, mdp: MDP, config: Mapping[str, Any]) -> torch.nn.Module:
+    def acting_network(self, mdp: MDP, config: Mapping[str, Any], seat: int = 0) -> torch.nn.Module:
         settings = ModelSettings.from_config(config)
         if settings.recurrent is not None or settings.central_value:
             setting = f"model.recurrent={settings.recurrent}" if settings.recurrent else "model.central_value=true"
             raise ValueError(f"{setting} applies to rl.algorithm ppo or a3c, not {self.name}")
-        spec = mdp.describe()[0]
+        spec = mdp.describe()[seat]
         return self.replay_network(spec.observation, spec.action, settings, config)
 
     def replay_network(self, observation: Any, action: Any, settings: ModelSettings, config: Mapping[str, Any]

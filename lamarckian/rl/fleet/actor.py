@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -16,7 +17,8 @@ from ...model import ActorCritic, ModelSettings, load_blob
 from ...model.network import seeded
 from ...model.stacked import StackedPolicies
 from ...rating.results import NONE, POOL, RULE, SELF, EpisodeResult, pairwise_scores
-from ..algorithms import algorithm_of
+from ..algorithms import algorithm_of, build_model
+from ..policies import roles_of
 from ..seeds import (
     ACTIONS_SLOT,
     CHOICES_SLOT,
@@ -26,7 +28,7 @@ from ..seeds import (
     NETWORK_SLOT,
     actor_seed,
 )
-from ..segment import Lane, stack_lanes
+from ..segment import Lane, Segment, stack_lanes
 from .inference import BatchedInference, PopulationPolicy, RecurrentPolicy, Server, acting_policy
 
 
@@ -79,7 +81,10 @@ class Actor:
         self.mdps = [create_mdp(self.mdp_config, seed=actor_seed(self.seed, index, FIRST_ENVIRONMENT_SLOT + slot))
                      for slot in range(self.envs)]
         self.seats = len(self.mdps[0])
-        self.seats_played = self.seats if rl.shared_seats else 1   # seats the learner plays in each game
+        self.roles = roles_of(self.mdps[0], config)            # rl.policies: a policy per role (None: one)
+        shared = rl.shared_seats or self.roles is not None
+        self.seats_played = self.seats if shared else 1   # seats the learner plays in each game
+        self.seat_policy = list(self.roles.of_seat) if self.roles is not None else [""] * self.seats
         self.algorithm = algorithm_of(config)
         self._build_policy(config, blob)
         self.version = version
@@ -94,9 +99,10 @@ class Actor:
         self.config = config
         self.off_policy = self.algorithm.off_policy
         self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.seats_played)]   # per environment, seat
-        self.results: list[EpisodeResult] = []    # the training episodes finished since the last segment
+        self.lane_policy = [self.seat_policy[lane % self.seats_played] for lane in range(len(self.lanes))]
+        self.results: list[tuple[str, EpisodeResult]] = []   # (policy, training episode) since the last segment
         self.counted: dict[str, float] = {}         # the environments' counters as of the last segment
-        self.steps = 0
+        self.steps: collections.Counter[str] = collections.Counter()   # env steps per policy since the last segment
         self.loop = asyncio.new_event_loop()
         self.inference = BatchedInference(sample.batch_wait)
         self.tasks: list[asyncio.Task] = []
@@ -108,17 +114,20 @@ class Actor:
         self.max_steps = EvaluatorSettings.from_config(config).max_steps   # decisions per evaluation episode
 
     def _build_policy(self, config: Mapping[str, Any], blob: np.ndarray | None) -> None:
-        """The algorithm's acting network (from the actor's own seed stream, then ``blob`` where given) and the
-        policy that serves its batched forwards."""
+        """The algorithm's acting network (from the actor's own seed stream, then ``blob`` where given; with
+        ``rl.policies`` one per policy) and the servers of each policy's batched forwards."""
         with seeded(actor_seed(self.seed, self.index, NETWORK_SLOT)):      # its own stream, not the process's
-            self.model = self.algorithm.acting_network(self.mdps[0], config)
+            self.model = build_model(self.mdps[0], config)
         if blob is not None:
             load_blob(self.model, blob)
+        self.members: dict[str, Any] = dict(self.model.members()) if self.roles is not None else {"": self.model}
         self.generator = torch.Generator().manual_seed(actor_seed(self.seed, self.index, ACTIONS_SLOT))
         actors = SampleSettings.from_config(config).actors
         lanes = (self.index % actors) * self.envs, actors * self.envs   # its first lane in the fleet, all of them
-        self.policy = self.algorithm.acting_policy(self.model, self.generator, lanes,
-                                                   actor_seed(self.seed, self.index, EXPLORATION_SLOT), config)
+        seed = actor_seed(self.seed, self.index, EXPLORATION_SLOT)
+        self.servers = {name: self.algorithm.acting_policy(
+            member, self.generator, lanes, seed, self.roles.config_of(config, name) if self.roles else config)
+            for name, member in self.members.items()}
 
     # ---- weights -------------------------------------------------------------------------------------------
     def set_weights(self, version: int, blob: np.ndarray) -> int:
@@ -130,7 +139,8 @@ class Actor:
     def set_exploration(self, value: float) -> None:
         """The acting policy's exploration now, from the learner's schedule (:meth:`Algorithm.exploration_schedule`:
         DQN's ε, each lane exploring with its own power of it)."""
-        self.policy.set_exploration(value)
+        for server in self.servers.values():
+            server.set_exploration(value)
 
     def set_pool(self, probabilities: Mapping[int, float], blobs: Mapping[int, np.ndarray] | None = None) -> None:
         """The opponent pool: new snapshots' ``blobs`` and every member's sampling probability; members absent
@@ -163,11 +173,20 @@ class Actor:
         self.ready = self.loop.create_future()
         self._check_ready()
         self.loop.run_until_complete(self.ready)
-        segment = stack_lanes([lane.take(self.truncation) for lane in self.lanes], self.steps, self.results)
-        segment.counters = self._counted_since()
-        self.results, self.steps = [], 0
-        message = self.algorithm.actor_message(self.model, segment, self.config)   # A3C: the segment's gradient
-        return segment.to_wire() if message is None else message
+        segments = [self._segment_of(name) for name in self.members]
+        segments[0].counters = self._counted_since()
+        self.results, self.steps = [], collections.Counter()
+        if self.roles is not None:                                  # one segment per policy
+            return {"bundle": [segment.to_wire() for segment in segments]}
+        message = self.algorithm.actor_message(self.model, segments[0], self.config)   # A3C: the segment's gradient
+        return segments[0].to_wire() if message is None else message
+
+    def _segment_of(self, policy: str) -> Segment:
+        """The next ``sample.truncation`` steps of the lanes ``policy`` plays, with its finished episodes."""
+        lanes = [lane.take(self.truncation) for lane, own in zip(self.lanes, self.lane_policy) if own == policy]
+        segment = stack_lanes(lanes, self.steps[policy], [result for own, result in self.results if own == policy])
+        segment.policy = policy
+        return segment
 
     def _counted_since(self) -> dict[str, float]:
         """How the environments' counters (:meth:`MDP.counters`) grew since the previous call."""
@@ -219,7 +238,7 @@ class Actor:
                 learners = [learner]
             episode = mdp.reset(*learners, *(seat for seat, _ in opponents))
             controllers = self._controllers(episode, mdp)
-            players = [self._learn(controllers[i], self.lanes[slot * team + i], slot * team + i) for i in range(team)]
+            players = [self._learn(controllers[i], slot * team + i) for i in range(team)]
             mean = self.mean_probability > 0 and self.random.random() < self.mean_probability
             server = self.pool_policy_mean if mean else self.pool_policy
             players += [self._play(c, server, self.model, index) for c, (_, index) in zip(controllers[team:], opponents)]
@@ -229,13 +248,15 @@ class Actor:
             own = [EpisodeResult.of(c.get_result(), opponent=kind, snapshots=snapshot_ids) for c in controllers[:team]]
             if opponents:
                 own[0].scores = pairwise_scores(own[0], [EpisodeResult.of(c.get_result()) for c in controllers[1:]])
-            self.results.extend(own)
+            self.results.extend((self.lane_policy[slot * team + i], result) for i, result in enumerate(own))
 
-    async def _learn(self, controller: Controller, lane: Lane, slot: int) -> None:
-        """Play one seat for the learner, recording its steps in ``lane``; ``slot`` tags its requests (a lane of
-        this actor: its recurrent memory, its ε)."""
-        batcher = self.model.batcher
-        memory = self.policy if isinstance(self.policy, RecurrentPolicy) else None
+    async def _learn(self, controller: Controller, slot: int) -> None:
+        """Play one seat for the learner (its lane's policy), recording its steps in lane ``slot``, which also tags
+        its requests (its recurrent memory, its ε)."""
+        lane, policy = self.lanes[slot], self.lane_policy[slot]
+        model, server = self.members[policy], self.servers[policy]
+        batcher = model.batcher
+        memory = server if isinstance(server, RecurrentPolicy) else None
         if memory is not None:
             memory.reset(slot)                          # an episode starts from the zero state
         self.inference.register()
@@ -243,16 +264,16 @@ class Actor:
             while await controller.ready():
                 observation = batcher.convert(controller.get_state())
                 state = None if memory is None else memory.state(slot)
-                action, log_prob, value = await self.inference.act(self.policy, observation, slot)
+                action, log_prob, value = await self.inference.act(server, observation, slot)
                 lane.decide(observation, action, log_prob, value, self.version, state)
                 if len(lane.values) == self.truncation + 1:  # this lane just filled: maybe all have
                     self._check_ready()
-                await controller(self.model.env_action(action))
-                self.steps += 1
+                await controller(model.env_action(action))
+                self.steps[policy] += 1
                 lane.outcome(controller.get_reward(), controller.done, controller.truncated)
             if controller.truncated:
                 final = batcher.convert(controller.get_state())
-                lane.set_final((await self.inference.act(self.policy, final, slot))[2], final)
+                lane.set_final((await self.inference.act(server, final, slot))[2], final)
         finally:
             self.inference.unregister()
 
@@ -299,8 +320,9 @@ class Actor:
                 episode = mdp.reset(*seats)
                 controllers = self._controllers(episode, mdp)
                 ticks = [asyncio.ensure_future(tick) for tick in episode.ticks]
-                capped = await asyncio.gather(*(self._play(c, server, self.model, tag, inference, self.max_steps)
-                                                for c, (server, tag) in zip(controllers, players)))
+                models = [self.members[self.seat_policy[seat]] for seat in seats]     # the seat's architecture
+                capped = await asyncio.gather(*(self._play(c, server, model, tag, inference, self.max_steps)
+                                                for c, (server, tag), model in zip(controllers, players, models)))
                 if any(capped):                          # the environment would wait for actions forever
                     for tick in ticks:
                         tick.cancel()
@@ -323,11 +345,9 @@ class Actor:
         plays every seat (``opponent`` does not apply) and the results are seat 0's."""
         if opponent not in (RULE, SELF):
             raise ValueError(f"evaluator.opponent={opponent!r}: expected {RULE!r} or {SELF!r}")
-        learner = acting_policy(self.model, deterministic=True)
         if self.seats_played > 1:                               # a memory per seat and game
-            jobs = [(list(range(self.seats_played)), [(learner, number * self.seats_played + i) for i in range(self.seats_played)])
-                    for number in range(episodes)]
-            return [{**per_seat[0], "opponent": NONE} for per_seat in self._run_episodes(jobs)]
+            return self._evaluate_every_seat(episodes)
+        learner = acting_policy(self.model, deterministic=True)
         newest: Server | None = None
         if opponent == SELF and self.seats > 1:
             if not self.pool_ids:
@@ -343,8 +363,28 @@ class Actor:
         kind = opponent if self.seats > 1 else NONE
         return [{**result, "opponent": kind} for result in results]
 
+    def _evaluate_every_seat(self, episodes: int) -> list[dict[str, Any]]:
+        """``episodes`` games in which every seat plays its policy deterministically; seat 0's results, with
+        ``rl.policies`` also each policy's mean over its seats as the objective ``fitness_<policy>``."""
+        servers = {name: acting_policy(member, deterministic=True) for name, member in self.members.items()}
+        team = self.seats_played
+        jobs = [(list(range(team)), [(servers[self.seat_policy[i]], number * team + i) for i in range(team)])
+                for number in range(episodes)]
+        results = []
+        for per_seat in self._run_episodes(jobs):
+            result = {**per_seat[0], "opponent": NONE}
+            if self.roles is not None:
+                result["objectives"] = {**result["objectives"], **{
+                    f"fitness_{name}": float(np.mean([per_seat[seat]["fitness"] for seat in self.roles.seats_of(name)]))
+                    for name in self.roles.names}}
+            results.append(result)
+        return results
+
     def set_population(self, blobs: Sequence[np.ndarray]) -> int:
         """Policies for :meth:`play_matches` (one architecture, stacked for one batched forward)."""
+        if self.roles is not None:
+            raise ValueError("rl.policies: matches of a population play one policy in every seat; this run trains a "
+                             "policy per role")
         self.population = StackedPolicies(self.model, list(blobs))
         return self.population.count
 
@@ -377,7 +417,7 @@ class Actor:
             mdp.close()
         self.mdp_config, self.mdps, self.eval_mdps = mdp_config, mdps, []
         self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.seats_played)]
-        self.results, self.steps, self.failure, self.counted = [], 0, None, {}
+        self.results, self.steps, self.failure, self.counted = [], collections.Counter(), None, {}
 
     def _stop_slots(self) -> None:
         """Cancel the environments' tasks (not while ``sample`` runs)."""

@@ -36,10 +36,11 @@ from ...rating.results import POOL, RULE, EpisodeResult
 from ...record import Progress
 from ...record.checkpoint import upgrade_checkpoint
 from ..algorithms import algorithm_of
+from ..algorithms.per_policy import PerPolicyUpdate
 from ..algorithms.ppo import PPO
 from ..evaluator import Evaluator, summarize
 from ..loop import Trainer
-from ..segment import Segment
+from ..segment import Segment, segments_of
 from ..selfplay.pool import OpponentPool, PoolSettings
 from .actor import Actor
 from .update_ranks import UpdateGroup, learner_network
@@ -87,9 +88,10 @@ class Learner(Trainer):
         (evolve.py's learners call this for each individual they train.)"""
         self.config = config
         self.algorithm = algorithm_of(config)
-        self.model, self.seats = learner_network(config)
+        self.model, self.seats, self.roles = learner_network(config)
         self.algorithm.check(self.model, self.seats, config)
-        opponents = self.seats > 1 and not RLSettings.from_config(config).shared_seats     # other seats: snapshots of a pool
+        shared = RLSettings.from_config(config).shared_seats or self.roles is not None     # every seat learns
+        opponents = self.seats > 1 and not shared     # other seats: snapshots of a pool
         if opponents and getattr(self.model, "state_size", 0):
             raise ValueError(f"model.recurrent={ModelSettings.from_config(config).recurrent} trains single-player MDPs "
                              "or "
@@ -113,9 +115,16 @@ class Learner(Trainer):
         self.pool_frozen = False
 
     def build_update(self, config: Mapping[str, Any]) -> None:
-        """The algorithm's update rule on ``self.model`` (and, PPO on several GPUs, its replicas)."""
-        self.update_rule = self.algorithm.update_rule(self.model, config)
+        """The algorithm's update rule on ``self.model`` (and, PPO on several GPUs, its replicas); with
+        ``rl.policies`` one rule per policy."""
         gpus = TrainSettings.from_config(config).gpus
+        if self.roles is not None:
+            if gpus > 1:
+                raise ValueError(f"train.gpus={gpus}: rl.policies (a policy per role) updates on one device")
+            self.update_rule = PerPolicyUpdate({name: self.algorithm.update_rule(member, self.roles.config_of(config, name))
+                                                for name, member in self.model.members()})
+            return
+        self.update_rule = self.algorithm.update_rule(self.model, config)
         if gpus > 1 and not isinstance(self.update_rule, PPO):
             raise ValueError(f"train.gpus={gpus}: rl.algorithm={self.algorithm.name} updates on one device (the "
                              "data-parallel update is PPO's and IMPALA's)")
@@ -255,17 +264,18 @@ class Learner(Trainer):
         limit = self.max_staleness
         while steps < self.batch_steps:
             try:
-                segment = Segment.from_wire(self.gather())
+                message = segments_of(self.gather())
             except rpc.ActorDiedError as error:
                 self._replace(error)
                 continue
-            steps += segment.steps
-            results.extend(segment.results)
-            self.environment_counts.update(segment.counters)
-            if self.version - segment.version > limit:
-                self.dropped += 1
-                continue
-            segments.append(segment)
+            for segment in message:
+                steps += segment.steps
+                results.extend(segment.results)
+                self.environment_counts.update(segment.counters)
+                if self.version - segment.version > limit:
+                    self.dropped += 1
+                    continue
+                segments.append(segment)
         return segments, steps, results
 
     def step(self) -> dict[str, float]:
@@ -280,6 +290,8 @@ class Learner(Trainer):
         if self.pool is not None:
             self._update_pool(results, blob)
         training = summarize(results)
+        for name in self.roles.names if self.roles is not None else ():
+            training[f"fitness_{name}"] = summarize([r for s in segments for r in s.results if s.policy == name])["fitness"]
         for kind in (RULE, POOL):
             against = [r for r in results if r.opponent == kind]
             if against:

@@ -22,6 +22,7 @@ from ...model.network import seeded
 from ..algorithms import build_model
 from ..algorithms.ppo import PPO, PPOSettings
 from ..distributed import Ranks
+from ..policies import Roles, roles_of
 from ..segment import ARRAYS, Segment
 
 
@@ -48,13 +49,14 @@ def learner_device(config: Mapping[str, Any]) -> torch.device:
     return torch.device(device)
 
 
-def learner_network(config: Mapping[str, Any]) -> tuple[torch.nn.Module, int]:
-    """The learner's network, initialized from ``config.seed``, on ``train.device``; and the MDP's seat count."""
+def learner_network(config: Mapping[str, Any]) -> tuple[torch.nn.Module, int, Roles | None]:
+    """The learner's network, initialized from ``config.seed``, on ``train.device``; the MDP's seat count; which
+    policy plays which seat (``rl.policies``; None: one for all)."""
     seed = RunSettings.from_config(config).seed
     probe = create_mdp(config["mdp"], seed=seed)
     try:
         with seeded(seed):
-            return build_model(probe, config).to(learner_device(config)), len(probe)
+            return build_model(probe, config).to(learner_device(config)), len(probe), roles_of(probe, config)
     finally:
         probe.close()
 
@@ -72,7 +74,7 @@ class UpdateRank:
     def __init__(self, config: Mapping[str, Any], rank: int, size: int, address: str) -> None:
         configure_process(config)
         self.rank = rank
-        self.model, _ = learner_network(config)
+        self.model, _, _ = learner_network(config)
         ranks = Ranks(rank, size, address=address, own_gpu=True)
         ranks.join(ranks.backend(next(self.model.parameters()).device.type),
                    TrainSettings.from_config(config).rank_timeout)

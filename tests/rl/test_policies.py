@@ -1,0 +1,161 @@
+"""A policy per role (rl.policies) on a small asymmetric game of our own (tests/plugins/roles.py: a speaker whose
+observations have 3 values and 2 actions, listeners with 2 values and 3 actions): each policy only ever sees its own
+seats' observations, trains with its own update and is saved with the others; what is refused is refused in one
+line."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from lamarckian.config import load
+from lamarckian.mdp import create_mdp
+from lamarckian.record import Checkpoints
+from lamarckian.rl.fleet.actor import Actor
+from lamarckian.rl.policies import roles_of
+from lamarckian.train import main as train_main
+from tests.plugins.roles import LISTENER_MARK, SPEAKER_MARK
+
+SIGNAL = ["mdp.create=tests.plugins.roles:Signal", "rl.policies={speaker: {}, listener: {hidden: [16]}}"]
+SMALL = ["sample.envs=3", "sample.truncation=8", "sample.actors=1"]
+
+
+def signal(*changes: str):
+    return load([], [*SIGNAL, *changes])
+
+
+def roles(*changes: str):
+    config = signal(*changes)
+    return roles_of(create_mdp(config["mdp"], seed=0), config)
+
+
+def test_seats_map_to_policies_by_their_name_prefix():
+    assert roles().of_seat == ("speaker", "listener", "listener")
+
+
+def test_a_seat_mapped_to_a_policy_nobody_named_is_refused_naming_the_seat():
+    with pytest.raises(ValueError, match=r"seat 1 \(listener_0\) maps to policy 'listener'"):
+        roles("rl.policies={speaker: {}, hearer: {}}")
+
+
+def test_one_policy_for_seats_of_different_spaces_is_refused():
+    with pytest.raises(ValueError, match="rl.policies.all: seats 0 and 1 have different observation or action"):
+        roles("rl.policies={all: {}}", "rl.policy_mapping=tests.plugins.roles:one_for_all")
+
+
+def test_a_policy_change_that_is_not_a_model_key_is_refused_naming_it():
+    with pytest.raises(ValueError, match="rl.policies.listener: hiden are not model keys"):
+        roles("rl.policies={speaker: {}, listener: {hiden: [16]}}")
+
+
+def test_a_policy_that_plays_no_seat_is_refused():
+    with pytest.raises(ValueError, match="rl.policies.judge: no seat of the game maps to it"):
+        roles("rl.policies={speaker: {}, listener: {}, judge: {}}")
+
+
+def test_an_off_policy_algorithm_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="rl.policies: .*rl.algorithm=a3c is refused"):
+        Actor(signal(*SMALL, "rl.algorithm=a3c", "model.normalize_observation=false",
+                     "model.normalize_value=false"), 0, own_process=False)
+
+
+def test_policies_on_a_vectorized_task_are_refused_by_train_py(capsys):
+    code = train_main(["-c", "mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "-m", "rl.policies={ant: {}}"])
+    assert code == 2
+    assert "rl.policies (from -m rl.policies={ant: {}}) has no effect here" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def bundle():
+    actor = Actor(signal(*SMALL), 0, own_process=False)
+    try:
+        yield {part["policy"]: part for part in actor.sample()["bundle"]}
+    finally:
+        actor.close()
+
+
+def test_each_policy_gets_a_segment_of_its_own_seats(bundle):
+    assert sorted(bundle) == ["listener", "speaker"]
+    assert bundle["speaker"]["observations"].shape == (8, 3, 3)        # [T, 3 games × 1 speaker, 3 values]
+    assert bundle["listener"]["observations"].shape == (8, 6, 2)       # [T, 3 games × 2 listeners, 2 values]
+
+
+def test_the_speaker_policy_only_sees_speaker_observations(bundle):
+    assert np.all(bundle["speaker"]["observations"][..., 0] == SPEAKER_MARK)
+
+
+def test_the_listener_policy_only_sees_listener_observations(bundle):
+    assert np.all(bundle["listener"]["observations"][..., 0] == LISTENER_MARK)
+
+
+def test_each_policy_acts_in_its_own_action_space(bundle):
+    assert set(np.unique(bundle["speaker"]["actions"])) <= {0, 1}
+    assert set(np.unique(bundle["listener"]["actions"])) <= {0, 1, 2}
+
+
+def test_each_policy_counts_its_own_steps_and_episodes(bundle):
+    assert bundle["speaker"]["steps"] == 24
+    assert bundle["listener"]["steps"] == 48
+    assert len(bundle["listener"]["results"]) == 2 * len(bundle["speaker"]["results"])
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("signal")
+    code = train_main(["--debug", "-m", *SIGNAL, f"root={root}", "sample.envs=8", "train.batch=512",
+                       "evaluator.episodes=8", "evaluator.progress=false", "evaluator.terminate=self.iteration >= 3"])
+    return code, root
+
+
+def test_training_two_policies_ends_well(run):
+    assert run[0] == 0
+
+
+def test_the_checkpoint_holds_every_policys_optimizer(run):
+    state = Checkpoints(run[1] / "checkpoints").load_newest()[1]
+    assert sorted(state["policies"]) == ["listener", "speaker"]
+
+
+def test_the_checkpoint_holds_each_policys_own_network(run):
+    state = Checkpoints(run[1] / "checkpoints").load_newest()[1]
+    shapes = {key: tuple(value.shape) for key, value in state["model"].items()}
+    assert shapes["listener.actor_encoder.0.weight"] == (16, 2)       # its model change: hidden [16], 2 inputs
+    assert shapes["speaker.actor_encoder.0.weight"] == (64, 3)        # the model section: hidden [64, 64], 3 inputs
+    assert shapes["listener.policy_head.weight"] == (3, 16)           # 3 actions
+
+
+def test_evaluations_report_each_policys_return(run):
+    with open(run[1] / "evaluations.csv", newline="") as stream:
+        columns = next(csv.reader(stream))
+    assert {"fitness_speaker", "fitness_listener"} <= set(columns)
+
+
+def test_a_run_resumes_every_policy(run):
+    code = train_main(["--debug", "-m", *SIGNAL, f"root={run[1]}", "sample.envs=8", "train.batch=512",
+                       "evaluator.episodes=8", "evaluator.progress=false", "evaluator.terminate=self.iteration >= 5"])
+    state = Checkpoints(run[1] / "checkpoints").load_newest()[1]
+    assert code == 0
+    assert state["iteration"] == 5
+
+
+def test_a_checkpoint_without_a_policys_update_state_is_refused_naming_it(run):
+    from lamarckian.rl.fleet.learner import Learner
+
+    learner = Learner(signal(*SMALL, "train.device=cpu"))
+    state = Checkpoints(run[1] / "checkpoints").load_newest()[1]
+    del state["policies"]["listener"]
+    with pytest.raises(ValueError, match=r"no update state of policies \['listener'\]"):
+        learner.load_state_dict(state)
+
+
+@pytest.mark.slow
+def test_both_roles_of_the_signal_game_learn(tmp_path):
+    """Random listeners guess right a third of the time (1 of 3 rounds that score); learned ones nearly always."""
+    code = train_main(["--debug", "-m", *SIGNAL, f"root={tmp_path}", "sample.envs=8", "train.batch=1024",
+                       "evaluator.episodes=20", "evaluator.interval=5", "evaluator.progress=false",
+                       "evaluator.terminate=self.training.fitness_listener >= 2.5 or self.time >= 120"])
+    state = Checkpoints(tmp_path / "checkpoints").load_newest()[1]
+    assert code == 0
+    assert state["training"]["fitness_listener"] >= 2.5
