@@ -4,7 +4,7 @@ pairing of {learned, random} predators with {learned, random} prey in determinis
 
     python bench/predator_prey.py [--minutes 10] [--games 200] [--seed 0]
 
-Prints contacts per game (a contact: an adversary touches the agent in a step; the adversaries' shared reward / 10)
+Prints contacts per game with their standard errors (a contact: an adversary touches the agent in a step; the adversaries' shared reward / 10)
 for the four pairings, and the two figures of the acceptance: the learned predators' contacts against each kind of
 prey over the random predators' (above 1: the predators learned to catch), and the random prey's contacts over the
 learned prey's against each kind of predators (above 1: the prey learned to escape).
@@ -88,17 +88,20 @@ def main() -> None:
     model.load_state_dict(state["model"])
     roles = roles_of(mdp, config)
     learned = {name: (member, acting_policy(member, deterministic=True)) for name, member in model.members()}
-    table = {}
+    table, errors = {}, {}
     with torch.no_grad():
         for predators in ("learned", "random"):
             for prey in ("learned", "random"):
                 kinds = {"adversary": predators, "agent": prey}
                 players = [learned[name] if kinds[name] == "learned" else None for name in roles.of_seat]
-                table[predators, prey] = statistics.mean(contacts(mdp, players, arguments.games))
+                counts = contacts(mdp, players, arguments.games)
+                table[predators, prey] = statistics.mean(counts)
+                errors[predators, prey] = statistics.stdev(counts) / len(counts) ** 0.5
     print(f"after {state['cost']:.0f} env steps ({state['elapsed']:.0f} s of training), {arguments.games} games each:")
-    print("contacts per game   prey learned   prey random")
+    print("contacts per game (± standard error)   prey learned   prey random")
     for predators in ("learned", "random"):
-        print(f"predators {predators:8s}   {table[predators, 'learned']:12.2f}   {table[predators, 'random']:11.2f}")
+        cells = [f"{table[predators, prey]:.2f} ± {errors[predators, prey]:.2f}" for prey in ("learned", "random")]
+        print(f"predators {predators:8s}                    {cells[0]:>12s}   {cells[1]:>11s}")
     for prey in ("learned", "random"):
         ratio = table["learned", prey] / max(1e-9, table["random", prey])
         print(f"learned predators / random predators against {prey} prey: {ratio:.2f}")

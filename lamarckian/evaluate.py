@@ -62,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = arguments.out or arguments.checkpoints.resolve().parent / "evaluation"
     try:
         config = load(arguments.config, arguments.modify)
+        from .rl.policies import refuse_policies
+
+        refuse_policies(config, "evaluate.py")
         if arguments.video is not None:
             return film(config, arguments)
         if config["mdp"]["create"] == "vec":

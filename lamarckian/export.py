@@ -37,6 +37,7 @@ def policy_of(state: Mapping[str, Any], arguments: argparse.Namespace) -> Any:
     """The acting network of the checkpoint ``state`` with its weights."""
     from .mdp import create_mdp
     from .rl.algorithms import build_model
+    from .rl.policies import refuse_policies
 
     if arguments.config or arguments.modify:
         config = load(arguments.config, arguments.modify)
@@ -45,6 +46,7 @@ def policy_of(state: Mapping[str, Any], arguments: argparse.Namespace) -> Any:
     else:
         raise ValueError(f"--checkpoint {arguments.checkpoint} carries no configuration (a snapshot): give the run's "
                          "-c files")
+    refuse_policies(config, "export.py")
     mdp = create_mdp(config["mdp"], seed=0)
     try:
         model = build_model(mdp, config)

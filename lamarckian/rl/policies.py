@@ -95,3 +95,13 @@ def roles_of(mdp: MDP, config: Mapping[str, Any]) -> Roles | None:
                              "action spaces; one policy plays seats of one kind (map them to two policies)")
         ModelSettings.from_config(roles.config_of(config, name))      # its model section is valid
     return roles
+
+
+def refuse_policies(config: Mapping[str, Any], program: str) -> None:
+    """ValueError when ``config`` trains a policy per role and ``program`` plays one policy in every seat (its
+    tournaments, videos and exports take one network)."""
+    names = list(RLSettings.from_config(config).policies)
+    if names:
+        raise ValueError(f"{program} plays one policy in every seat; rl.policies names {len(names)} "
+                         f"({', '.join(map(str, names))}): rate and export them with bench/predator_prey.py's way "
+                         "(a PolicySet checkpoint) instead")

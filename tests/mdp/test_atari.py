@@ -91,3 +91,15 @@ def test_breakout_evaluations_of_a_short_run_end_by_the_game(tmp_path):
     assert len(evaluations) == 2
     assert all(float(row.get("capped") or 0.0) == 0.0 for row in evaluations)
     assert all(float(row["length"]) < 27000 for row in evaluations)
+
+
+def test_the_pong_image_config_keeps_its_preprocessing():
+    """mdp/gym/wrap/pong/image.yml (no mdp.gym.atari changes) trains on what it trained on before atari.yml: no-op
+    starts, max-and-skip, 84×84 grey, 4 frames; no episodic life, FIRE or clipping."""
+    config = load(["mdp/gym/wrap/pong/image.yml"], [])
+    env = create_mdp(config["mdp"], seed=0).env
+    chain = []
+    while hasattr(env, "env"):
+        chain.append(type(env).__name__)
+        env = env.env
+    assert chain[:2] == ["FrameStackObservation", "AtariPreprocessing"]

@@ -159,3 +159,15 @@ def test_both_roles_of_the_signal_game_learn(tmp_path):
     state = Checkpoints(tmp_path / "checkpoints").load_newest()[1]
     assert code == 0
     assert state["training"]["fitness_listener"] >= 2.5
+
+
+@pytest.mark.parametrize("program", ["evaluate", "export"])
+def test_programs_that_play_one_policy_refuse_a_run_of_several_in_one_line(run, program, capsys):
+    import importlib
+
+    checkpoint = Checkpoints(run[1] / "checkpoints").load_newest()[0]
+    arguments = {"evaluate": ["--checkpoints", str(run[1] / "snapshots")],
+                 "export": ["--checkpoint", str(checkpoint), "--onnx", str(run[1] / "policy.onnx")]}[program]
+    code = importlib.import_module(f"lamarckian.{program}").main([*arguments, "-m", *SIGNAL])
+    assert code == 2
+    assert f"{program}.py plays one policy in every seat" in capsys.readouterr().err
