@@ -12,13 +12,15 @@ import pytest
 
 from lamarckian.config import load
 from lamarckian.mdp import create_mdp
+from lamarckian.model import to_blob
 from lamarckian.record import Checkpoints
 from lamarckian.rl.fleet.actor import Actor
 from lamarckian.rl.policies import roles_of
 from lamarckian.train import main as train_main
 from tests.plugins.roles import LISTENER_MARK, SPEAKER_MARK
 
-SIGNAL = ["mdp.create=tests.plugins.roles:Signal", "rl.policies={speaker: {}, listener: {hidden: [16]}}"]
+SIGNAL = ["mdp.create=tests.plugins.roles:Signal", "rl.policies={speaker: {}, listener: {hidden: [16]}}",
+          "rl.shared_seats=true"]
 SMALL = ["sample.envs=3", "sample.truncation=8", "sample.actors=1"]
 
 
@@ -171,3 +173,57 @@ def test_programs_that_play_one_policy_refuse_a_run_of_several_in_one_line(run, 
     code = importlib.import_module(f"lamarckian.{program}").main([*arguments, "-m", *SIGNAL])
     assert code == 2
     assert f"{program}.py plays one policy in every seat" in capsys.readouterr().err
+
+
+# ---- one role learns per environment, the others from their pools (rl.shared_seats: false) ---------------------
+POOLED = ["mdp.create=tests.plugins.roles:Signal", "rl.policies={speaker: {}, listener: {hidden: [16]}}"]
+
+
+@pytest.fixture(scope="module")
+def pooled_bundle():
+    config = load([], [*POOLED, *SMALL])
+    template = Actor(config, 7, own_process=False)
+    pools = {"speaker": ({3: 1.0}, {3: to_blob(template.members["speaker"])}),
+             "listener": ({1_000_003: 1.0}, {1_000_003: to_blob(template.members["listener"])})}
+    template.close()
+    actor = Actor(config, 0, pools=pools, own_process=False)
+    try:
+        yield {part["policy"]: part for part in actor.sample()["bundle"]}
+    finally:
+        actor.close()
+
+
+def test_with_pools_each_environment_trains_one_role(pooled_bundle):
+    assert pooled_bundle["speaker"]["observations"].shape == (8, 2, 3)     # slots 0 and 2: the speaker learns
+    assert pooled_bundle["listener"]["observations"].shape == (8, 2, 2)    # slot 1: both listeners learn
+
+
+def test_a_learning_speaker_plays_against_listener_snapshots(pooled_bundle):
+    snapshots = {tuple(result["snapshots"]) for result in pooled_bundle["speaker"]["results"]}
+    assert snapshots == {(1_000_003, 1_000_003)}
+
+
+def test_learning_listeners_play_against_a_speaker_snapshot(pooled_bundle):
+    snapshots = {tuple(result["snapshots"]) for result in pooled_bundle["listener"]["results"]}
+    assert snapshots == {(3,)}
+
+
+def test_pooled_policies_see_only_their_own_observations(pooled_bundle):
+    assert np.all(pooled_bundle["speaker"]["observations"][..., 0] == SPEAKER_MARK)
+    assert np.all(pooled_bundle["listener"]["observations"][..., 0] == LISTENER_MARK)
+
+
+def test_fewer_environments_than_policies_are_refused_with_pools():
+    with pytest.raises(ValueError, match="sample.envs=1: each of the 2 policies"):
+        Actor(load([], [*POOLED, "sample.envs=1"]), 0, own_process=False)
+
+
+def test_a_pooled_run_keeps_a_pool_per_policy_in_its_checkpoint(tmp_path):
+    code = train_main(["--debug", "-m", *POOLED, f"root={tmp_path}", "sample.envs=8", "train.batch=512",
+                       "rl.opponent.pool.add=self.iterations_since_add >= 1", "evaluator.episodes=4",
+                       "evaluator.progress=false", "evaluator.terminate=self.iteration >= 3"])
+    state = Checkpoints(tmp_path / "checkpoints").load_newest()[1]
+    assert code == 0
+    assert sorted(state["pools"]) == ["listener", "speaker"]
+    assert len(state["pools"]["listener"]["snapshots"]) >= 2                   # the initial policy, then added ones
+    assert min(snapshot["id"] for snapshot in state["pools"]["listener"]["snapshots"]) == 1_000_000

@@ -30,6 +30,7 @@ from ..seeds import (
 )
 from ..segment import Lane, Segment, stack_lanes
 from .inference import BatchedInference, PopulationPolicy, RecurrentPolicy, Server, acting_policy
+from .snapshots import SnapshotServers
 
 
 def cancel_tasks(loop: asyncio.AbstractEventLoop) -> None:
@@ -56,13 +57,15 @@ class Actor:
         index: this actor's number (seeds differ per actor).
         blob: initial learner weights (None keeps the network's initialization).
         version: the weights' version number.
-        pool: ``(probabilities {id: p}, blobs {id: blob})`` of the opponent pool (see :meth:`set_pool`).
+        pools: per policy ("" with one policy for every seat), ``(probabilities {id: p}, blobs {id: blob})`` of
+            its opponent pool (see :meth:`set_pool`).
         own_process: the actor is alone in its process (a Ray actor): it sets torch to one thread and seeds the
             process's stream; False (``--debug``: an object in the learner's process) leaves both alone.
     """
 
     def __init__(self, config: Mapping[str, Any], index: int, blob: np.ndarray | None = None,
-                 version: int = 0, pool: tuple[Mapping[int, float], Mapping[int, np.ndarray]] | None = None,
+                 version: int = 0,
+                 pools: Mapping[str, tuple[Mapping[int, float], Mapping[int, np.ndarray]]] | None = None,
                  *, own_process: bool = True) -> None:
         seed = RunSettings.from_config(config).seed
         if own_process:
@@ -82,24 +85,18 @@ class Actor:
                      for slot in range(self.envs)]
         self.seats = len(self.mdps[0])
         self.roles = roles_of(self.mdps[0], config)            # rl.policies: a policy per role (None: one)
-        shared = rl.shared_seats or self.roles is not None
-        self.seats_played = self.seats if shared else 1   # seats the learner plays in each game
+        self.shared = rl.shared_seats                          # every seat learns (its role's policy)
         self.seat_policy = list(self.roles.of_seat) if self.roles is not None else [""] * self.seats
         self.algorithm = algorithm_of(config)
         self._build_policy(config, blob)
         self.version = version
-        self.pool_blobs: dict[int, np.ndarray] = {}
-        self.pool_ids: list[int] = []
-        self.pool_probabilities = np.zeros(0)
-        self.pool_policy: PopulationPolicy | None = None       # snapshots sampling their actions
-        self.pool_policy_mean: PopulationPolicy | None = None  # the same snapshots playing their mean actions
+        self.pools = {name: SnapshotServers(member, self.generator) for name, member in self.members.items()}
         self.population: StackedPolicies | None = None
-        if pool is not None:
-            self.set_pool(*pool)
+        for policy, (probabilities, blobs) in (pools or {}).items():
+            self.set_pool(probabilities, blobs, policy)
         self.config = config
         self.off_policy = self.algorithm.off_policy
-        self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.seats_played)]   # per environment, seat
-        self.lane_policy = [self.seat_policy[lane % self.seats_played] for lane in range(len(self.lanes))]
+        self._build_lanes()
         self.results: list[tuple[str, EpisodeResult]] = []   # (policy, training episode) since the last segment
         self.counted: dict[str, float] = {}         # the environments' counters as of the last segment
         self.steps: collections.Counter[str] = collections.Counter()   # env steps per policy since the last segment
@@ -142,23 +139,37 @@ class Actor:
         for server in self.servers.values():
             server.set_exploration(value)
 
-    def set_pool(self, probabilities: Mapping[int, float], blobs: Mapping[int, np.ndarray] | None = None) -> None:
-        """The opponent pool: new snapshots' ``blobs`` and every member's sampling probability; members absent
-        from ``probabilities`` leave. Episodes already running keep their opponents' weights."""
-        for snapshot_id, blob in (blobs or {}).items():
-            self.pool_blobs[int(snapshot_id)] = np.asarray(blob, np.float32)
-        ids = [int(i) for i in probabilities]
-        missing = [i for i in ids if i not in self.pool_blobs]
-        if missing:
-            raise ValueError(f"pool snapshots {missing} have probabilities but no weights")
-        if ids != self.pool_ids or blobs:
-            self.pool_blobs = {i: self.pool_blobs[i] for i in ids}
-            self.pool_ids = ids
-            if ids:
-                stacked = StackedPolicies(self.model, [self.pool_blobs[i] for i in ids])
-                self.pool_policy = PopulationPolicy(stacked, generator=self.generator)
-                self.pool_policy_mean = PopulationPolicy(stacked, deterministic=True)
-        self.pool_probabilities = np.array([float(probabilities[i]) for i in probabilities])
+    def set_pool(self, probabilities: Mapping[int, float], blobs: Mapping[int, np.ndarray] | None = None,
+                 policy: str = "") -> None:
+        """The opponent pool of ``policy`` (snapshots that play its seats when another policy learns): new
+        snapshots' ``blobs`` and every member's sampling probability; members absent from ``probabilities`` leave.
+        Episodes already running keep their opponents' weights."""
+        if policy not in self.pools:
+            raise ValueError(f"set_pool: no policy {policy!r} (this actor plays {', '.join(map(repr, self.pools))})")
+        self.pools[policy].update(probabilities, blobs)
+
+    def _build_lanes(self) -> None:
+        """The lanes each environment slot records (``slot_lanes``) and the policy of each lane: every seat with
+        ``rl.shared_seats``; with ``rl.policies`` otherwise, the seats of one role per slot (slot ``i`` the
+        ``i % policies``-th), the other roles from their pools; else one seat, chosen per episode."""
+        if self.roles is not None and not self.shared and self.envs < len(self.roles.names):
+            raise ValueError(f"sample.envs={self.envs}: each of the {len(self.roles.names)} policies of rl.policies "
+                             "learns in environments of its own; give at least one each (or rl.shared_seats: true)")
+        self.slot_lanes: list[list[int]] = []
+        self.lane_policy: list[str] = []
+        for slot in range(self.envs):
+            seats = self._fixed_learners(slot) or [0]
+            self.slot_lanes.append(list(range(len(self.lane_policy), len(self.lane_policy) + len(seats))))
+            self.lane_policy += [self.seat_policy[seat] for seat in seats]
+        self.lanes = [Lane(self.off_policy) for _ in self.lane_policy]
+
+    def _fixed_learners(self, slot: int) -> list[int]:
+        """The seats the learner plays in every episode of ``slot`` ([] where a seat is drawn per episode)."""
+        if self.shared:
+            return list(range(self.seats))
+        if self.roles is not None:
+            return self.roles.seats_of(self.roles.names[slot % len(self.roles.names)])
+        return []
 
     # ---- sampling ------------------------------------------------------------------------------------------
     def sample(self) -> dict[str, Any]:
@@ -211,17 +222,30 @@ class Actor:
                 lane.ready(self.truncation) for lane in self.lanes):
             self.ready.set_result(None)
 
-    def _pick_opponents(self) -> tuple[int, list[tuple[int, int]], str, list[int]]:
-        """(learner seat, [(opponent seat, pool index)], opponent kind: ``rule``, ``pool`` or ``none``, the pool
-        snapshot ids) for a new episode (the ids now: the pool may change while the episode runs)."""
-        if self.seats == 1:
-            return 0, [], NONE, []
-        learner = int(self.random.integers(self.seats)) if self.swap else 0
-        others = [seat for seat in range(self.seats) if seat != learner]
-        if not self.pool_ids or (self.rule_probability > 0 and self.random.random() < self.rule_probability):
-            return learner, [], RULE, []
-        picks = [int(p) for p in self.random.choice(len(self.pool_ids), size=len(others), p=self.pool_probabilities)]
-        return learner, list(zip(others, picks)), POOL, [self.pool_ids[p] for p in picks]
+    def _learners(self, slot: int) -> list[int]:
+        """The seats the learner plays in the next episode of ``slot``."""
+        fixed = self._fixed_learners(slot)
+        if fixed or self.seats == 1:
+            return fixed or [0]
+        return [int(self.random.integers(self.seats)) if self.swap else 0]
+
+    def _pick_opponents(self, learners: list[int]) -> tuple[list[tuple[int, int]], str, list[int]]:
+        """([(opponent seat, index in the pool of its policy)], opponent kind: ``rule``, ``pool`` or ``none``, the
+        pool snapshot ids) for a new episode of ``learners`` (the ids now: the pool may change while the episode
+        runs)."""
+        others = [seat for seat in range(self.seats) if seat not in learners]
+        if not others:
+            return [], NONE, []
+        policies = list(dict.fromkeys(self.seat_policy[seat] for seat in others))
+        if any(not self.pools[name].ids for name in policies) or (
+                self.rule_probability > 0 and self.random.random() < self.rule_probability):
+            return [], RULE, []
+        picks: dict[int, int] = {}
+        for name in policies:                          # one draw per policy's pool, its seats in order
+            seats = [seat for seat in others if self.seat_policy[seat] == name]
+            picks.update(zip(seats, self.pools[name].draw(self.random, len(seats))))
+        opponents = [(seat, picks[seat]) for seat in others]
+        return opponents, POOL, [self.pools[self.seat_policy[seat]].ids[index] for seat, index in opponents]
 
     def _controllers(self, episode: Episode, mdp: MDP) -> list[Controller]:
         """The episode's controllers wrapped (frame skip, statistics; the global state with a central critic)."""
@@ -229,26 +253,26 @@ class Actor:
         return [CentralState(c, mdp) for c in controllers] if self.central else controllers
 
     async def _run_slot(self, slot: int) -> None:
-        mdp, team = self.mdps[slot], self.seats_played
+        mdp, lanes = self.mdps[slot], self.slot_lanes[slot]
         while True:
-            if team > 1:                                  # rl.shared_seats: the learner plays every seat
-                learners, opponents, kind, snapshot_ids = list(range(team)), [], NONE, []
-            else:
-                learner, opponents, kind, snapshot_ids = self._pick_opponents()
-                learners = [learner]
+            learners = self._learners(slot)
+            opponents, kind, snapshot_ids = self._pick_opponents(learners)
             episode = mdp.reset(*learners, *(seat for seat, _ in opponents))
             controllers = self._controllers(episode, mdp)
-            players = [self._learn(controllers[i], slot * team + i) for i in range(team)]
+            team = len(learners)
+            players = [self._learn(controller, lane) for controller, lane in zip(controllers, lanes)]
             mean = self.mean_probability > 0 and self.random.random() < self.mean_probability
-            server = self.pool_policy_mean if mean else self.pool_policy
-            players += [self._play(c, server, self.model, index) for c, (_, index) in zip(controllers[team:], opponents)]
+            players += [self._play(c, self.pools[self.seat_policy[seat]].server(mean), self.members[self.seat_policy[seat]],
+                                   index) for c, (seat, index) in zip(controllers[team:], opponents)]
             await asyncio.gather(*players, *episode.ticks)
             if any(c.get_result().get("lost") for c in controllers):   # a game server lost it: counted, no result
                 continue
             own = [EpisodeResult.of(c.get_result(), opponent=kind, snapshots=snapshot_ids) for c in controllers[:team]]
             if opponents:
-                own[0].scores = pairwise_scores(own[0], [EpisodeResult.of(c.get_result()) for c in controllers[1:]])
-            self.results.extend((self.lane_policy[slot * team + i], result) for i, result in enumerate(own))
+                others = [EpisodeResult.of(c.get_result()) for c in controllers[team:]]
+                for result in own:
+                    result.scores = pairwise_scores(result, others)
+            self.results.extend((self.lane_policy[lane], result) for lane, result in zip(lanes, own))
 
     async def _learn(self, controller: Controller, slot: int) -> None:
         """Play one seat for the learner (its lane's policy), recording its steps in lane ``slot``, which also tags
@@ -345,15 +369,14 @@ class Actor:
         plays every seat (``opponent`` does not apply) and the results are seat 0's."""
         if opponent not in (RULE, SELF):
             raise ValueError(f"evaluator.opponent={opponent!r}: expected {RULE!r} or {SELF!r}")
-        if self.seats_played > 1:                               # a memory per seat and game
+        if self.shared or self.roles is not None:              # a memory per seat and game
             return self._evaluate_every_seat(episodes)
         learner = acting_policy(self.model, deterministic=True)
         newest: Server | None = None
         if opponent == SELF and self.seats > 1:
-            if not self.pool_ids:
+            if not self.pools[""].ids:
                 raise ValueError("evaluator.opponent=self needs an opponent pool")
-            newest = PopulationPolicy(StackedPolicies(self.model, [self.pool_blobs[self.pool_ids[-1]]]),
-                                      deterministic=True)
+            newest = self.pools[""].newest()
         jobs = []
         for number in range(episodes):
             seat = number % self.seats
@@ -367,7 +390,7 @@ class Actor:
         """``episodes`` games in which every seat plays its policy deterministically; seat 0's results, with
         ``rl.policies`` also each policy's mean over its seats as the objective ``fitness_<policy>``."""
         servers = {name: acting_policy(member, deterministic=True) for name, member in self.members.items()}
-        team = self.seats_played
+        team = self.seats
         jobs = [(list(range(team)), [(servers[self.seat_policy[i]], number * team + i) for i in range(team)])
                 for number in range(episodes)]
         results = []
@@ -416,7 +439,7 @@ class Actor:
         for mdp in (*self.mdps, *self.eval_mdps):
             mdp.close()
         self.mdp_config, self.mdps, self.eval_mdps = mdp_config, mdps, []
-        self.lanes = [Lane(self.off_policy) for _ in range(self.envs * self.seats_played)]
+        self._build_lanes()
         self.results, self.steps, self.failure, self.counted = [], collections.Counter(), None, {}
 
     def _stop_slots(self) -> None:

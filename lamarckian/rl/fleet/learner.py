@@ -47,6 +47,8 @@ from .update_ranks import UpdateGroup, learner_network
 
 log = logging.getLogger(__name__)
 
+SNAPSHOT_ID_STRIDE = 1_000_000   # rl.policies: the k-th policy's pool numbers its snapshots from k × this
+
 
 class RemoteConnect(Protocol):
     """How the learner reaches the remote workers of ``rl.remote.server`` (:func:`lamarckian.remote.fleet.connect`):
@@ -90,8 +92,7 @@ class Learner(Trainer):
         self.algorithm = algorithm_of(config)
         self.model, self.seats, self.roles = learner_network(config)
         self.algorithm.check(self.model, self.seats, config)
-        shared = RLSettings.from_config(config).shared_seats or self.roles is not None     # every seat learns
-        opponents = self.seats > 1 and not shared     # other seats: snapshots of a pool
+        opponents = self.seats > 1 and not RLSettings.from_config(config).shared_seats    # other seats: snapshots
         if opponents and getattr(self.model, "state_size", 0):
             raise ValueError(f"model.recurrent={ModelSettings.from_config(config).recurrent} trains single-player MDPs "
                              "or "
@@ -111,7 +112,7 @@ class Learner(Trainer):
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         self.iteration = self.cost = 0
         self.elapsed = 0.0
-        self.pool = self._initial_pool(config) if opponents else None
+        self.pools = self._initial_pools(config) if opponents else {}   # per policy ("": one for every seat)
         self.pool_frozen = False
 
     def build_update(self, config: Mapping[str, Any]) -> None:
@@ -153,14 +154,17 @@ class Learner(Trainer):
 
     def state_dict(self) -> dict[str, Any]:
         """Weights (normalizers included), optimizer and lr, the opponent pool, counters."""
-        return {"model": self.model.state_dict(), **self.update_rule.state_dict(),
-                "pool": self.pool.state_dict() if self.pool is not None else None, **self.counters()}
+        pools = {name: pool.state_dict() for name, pool in self.pools.items()}
+        kept = {"pools": pools} if self.roles is not None else {"pool": pools.get("")}     # one pool: format 1's key
+        return {"model": self.model.state_dict(), **self.update_rule.state_dict(), **kept, **self.counters()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
         self.update_rule.load_state_dict(state)
-        if self.pool is not None and state.get("pool") is not None:
-            self.pool.load_state_dict(state["pool"])
+        saved = state.get("pools") or {} if self.roles is not None else {"": state.get("pool")}
+        for name, pool in self.pools.items():
+            if saved.get(name) is not None:
+                pool.load_state_dict(saved[name])
         self.load_counters(state)
         if self.update_group is not None:
             self.update_group.load(state)
@@ -169,10 +173,9 @@ class Learner(Trainer):
     def _spawn(self) -> Any:
         """A new actor from the current weights: a Ray actor, or (``ray.local_mode``) an object in this process
         whose RPC server runs on a thread (debuggable with breakpoints)."""
-        pool = None
-        if self.pool is not None:
-            pool = (self.pool.probabilities(), {i: s.blob for i, s in self.pool.snapshots.items()})
-        arguments = (dict(self.config), self.spawned, to_blob(self.model), self.version, pool)
+        pools = {name: (pool.probabilities(), {i: s.blob for i, s in pool.snapshots.items()})
+                 for name, pool in self.pools.items()}
+        arguments = (dict(self.config), self.spawned, to_blob(self.model), self.version, pools)
         self.spawned += 1
         if self.local:
             return Actor(*arguments, own_process=False)
@@ -201,17 +204,19 @@ class Learner(Trainer):
         self.version += self.max_staleness + 1
         blob = to_blob(self.model)
         self.call_all(lambda: self.everyone("set_weights", self.version, blob))
-        if self.pool is not None:
-            blobs = {i: s.blob for i, s in self.pool.snapshots.items()}
-            self.call_all(lambda: self.everyone("set_pool", self.pool.probabilities(), blobs))
+        for name, pool in self.pools.items():
+            blobs = {i: s.blob for i, s in pool.snapshots.items()}
+            self.call_all(lambda: self.everyone("set_pool", pool.probabilities(), blobs, name))
 
     def play_against(self, members: Mapping[int, np.ndarray]) -> None:
         """Self-play against a population: the opponent pool becomes exactly ``members`` (id → weight blob), drawn
         by the configured chooser, and no snapshots of the learner are added. Call :meth:`publish` afterwards."""
+        if self.roles is not None:
+            raise ValueError("rl.policies: a population's members play one policy in every seat")
         settings = dataclasses.replace(PoolSettings.from_config(self.config), capacity=max(1, len(members)))
-        self.pool = OpponentPool(settings)
+        pool = self.pools[""] = OpponentPool(settings)
         for member_id, blob in members.items():
-            self.pool.add(blob, self.iteration, snapshot_id=int(member_id))
+            pool.add(blob, self.iteration, snapshot_id=int(member_id))
         self.pool_frozen = True
 
     def _replace(self, error: rpc.ActorDiedError) -> None:
@@ -286,9 +291,9 @@ class Learner(Trainer):
         update = self.update_group.update if self.update_group is not None else self.update_rule.update
         stats = update(segments, self.version, self.cost) if segments else {}
         updated = time.monotonic()
-        blob = self.advance(steps)
-        if self.pool is not None:
-            self._update_pool(results, blob)
+        self.advance(steps)
+        if self.pools:
+            self._update_pools(results)
         training = summarize(results)
         for name in self.roles.names if self.roles is not None else ():
             training[f"fitness_{name}"] = summarize([r for s in segments for r in s.results if s.policy == name])["fitness"]
@@ -322,37 +327,51 @@ class Learner(Trainer):
         return blob
 
     # ---- self-play -----------------------------------------------------------------------------------------
-    def _initial_pool(self, config: Mapping[str, Any]) -> OpponentPool:
-        """The pool with its first opponent: the initial policy, or the weights of ``rl.opponent.pool.initial`` (a
-        checkpoint file)."""
-        pool = OpponentPool(PoolSettings.from_config(config))
-        blob = to_blob(self.model)
+    def _member(self, model: torch.nn.Module, policy: str) -> torch.nn.Module:
+        """``policy``'s network in ``model`` (the model itself with one policy for every seat)."""
+        return model[policy] if self.roles is not None else model
+
+    def _initial_pools(self, config: Mapping[str, Any]) -> dict[str, OpponentPool]:
+        """A pool per policy with its first opponent: the initial policy, or the weights of
+        ``rl.opponent.pool.initial`` (a checkpoint file). The ``k``-th policy's snapshot ids start at ``k`` ×
+        :data:`SNAPSHOT_ID_STRIDE`, so an episode's snapshot ids name their pools."""
+        source = self.model
         initial = lookup(config, "rl.opponent.pool.initial")
         if initial:
             path = Path(initial).expanduser()
             state = upgrade_checkpoint(torch.load(path, map_location="cpu", weights_only=True), path)
-            opponent = copy.deepcopy(self.model)
-            opponent.load_state_dict(state["model"])
-            blob = to_blob(opponent)
-        pool.add(blob, iteration=0)
-        return pool
+            source = copy.deepcopy(self.model)
+            source.load_state_dict(state["model"])
+        pools = {}
+        for number, name in enumerate(self.roles.names if self.roles is not None else ("",)):
+            pool = pools[name] = OpponentPool(PoolSettings.from_config(config))
+            pool.next_id = number * SNAPSHOT_ID_STRIDE
+            pool.add(to_blob(self._member(source, name)), iteration=0)
+        return pools
 
-    def _update_pool(self, results: list[EpisodeResult], blob: np.ndarray) -> None:
-        """Record the games against snapshots, freeze the learner when the add rule holds, send the pool."""
+    def _pool_of(self, snapshot_id: int) -> OpponentPool:
+        """The pool a snapshot id belongs to."""
+        return list(self.pools.values())[snapshot_id // SNAPSHOT_ID_STRIDE] if self.roles is not None \
+            else self.pools[""]
+
+    def _update_pools(self, results: list[EpisodeResult]) -> None:
+        """Record the games against snapshots (a snapshot's pool keeps the learners' scores against it: its
+        chooser serves them), freeze a policy into its pool when that pool's add rule holds, send the pools."""
         for result in results:
             if result.opponent != POOL:
                 continue
             if len(result.snapshots) == 1 and result.win is not None:      # two players: the game's outcome
-                self.pool.record(result.snapshots[0], result.win)
+                self._pool_of(result.snapshots[0]).record(result.snapshots[0], result.win)
             else:                               # N players: the learner's score against each seat's snapshot
                 for snapshot_id, score in zip(result.snapshots, result.scores):
-                    self.pool.record(snapshot_id, score)
-        added = {}
-        if not self.pool_frozen and self.pool.should_add(self.iteration):
-            snapshot = self.pool.add(blob, self.iteration)
-            added[snapshot.id] = snapshot.blob
-        probabilities = self.pool.probabilities()
-        self.call_all(lambda: self.everyone.broadcast("set_pool", probabilities, added))
+                    self._pool_of(snapshot_id).record(snapshot_id, score)
+        for name, pool in self.pools.items():
+            added = {}
+            if not self.pool_frozen and pool.should_add(self.iteration):
+                snapshot = pool.add(to_blob(self._member(self.model, name)), self.iteration)
+                added[snapshot.id] = snapshot.blob
+            probabilities = pool.probabilities()
+            self.call_all(lambda: self.everyone.broadcast("set_pool", probabilities, added, name))
 
     # ---- the run loop's view ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -379,8 +398,9 @@ class Learner(Trainer):
         return self.call_all(lambda: self.evaluator.evaluate(self.everyone))
 
     def scalars(self, stats: Mapping[str, float]) -> dict[str, float]:
-        pool = self.pool.statistics() if self.pool is not None else {}
-        return {**super().scalars(stats), **pool}
+        pools = {key if not name else key.replace("pool/", f"pool/{name}/", 1): value
+                 for name, pool in self.pools.items() for key, value in pool.statistics().items()}
+        return {**super().scalars(stats), **pools}
 
     def evaluation_line(self, summary: Mapping[str, float]) -> str:
         win = summary.get("win", math.nan)

@@ -69,7 +69,7 @@ def test_seeds_make_actors_reproducible_and_distinct():
 def test_pong_pool_and_rule_opponents():
     config = load([], ["sample.envs=8", "sample.truncation=16", "rl.opponent.rule=0.3"])
     snapshots = {7: to_blob(Actor(config, 5).model), 9: to_blob(Actor(config, 6).model)}
-    actor = Actor(config, 0, pool=({7: 0.5, 9: 0.5}, snapshots))
+    actor = Actor(config, 0, pools={"": ({7: 0.5, 9: 0.5}, snapshots)})
     results = []
     for _ in range(200):
         results += actor.sample()["results"]
@@ -78,8 +78,8 @@ def test_pong_pool_and_rule_opponents():
     assert {(r["opponent"], *r["snapshots"]) for r in results} == {("rule",), ("pool", 7), ("pool", 9)}
     assert actor.statistics()["batch"] > 4  # the learner (8 envs) and all pool opponents each in one forward
     actor.set_pool({9: 1.0})  # 7 leaves
-    assert actor.pool_ids == [9]
-    assert list(actor.pool_blobs) == [9]
+    assert actor.pools[""].ids == [9]
+    assert list(actor.pools[""].blobs) == [9]
     with pytest.raises(ValueError, match="no weights"):
         actor.set_pool({11: 1.0})
     evaluation = actor.evaluate(6, "rule")
@@ -116,7 +116,7 @@ def test_pool_changes_between_segments_never_stall():
 
     config = load([], ["sample.envs=8", "sample.truncation=16"])
     snapshots = {7: to_blob(Actor(config, 5).model), 9: to_blob(Actor(config, 6).model)}
-    actor = Actor(config, 0, pool=({7: 0.5, 9: 0.5}, snapshots))
+    actor = Actor(config, 0, pools={"": ({7: 0.5, 9: 0.5}, snapshots)})
     previous = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("sampling stalled")))
     signal.alarm(120)
     try:
