@@ -116,7 +116,7 @@ def test_connect_four_self_play_trains_and_its_evaluation_games_are_legal(tmp_pa
         assert summary["episodes"] == 6
         assert 0.0 <= summary["win"] <= 1.0
         assert [result.objectives["illegal"] for result in learner.evaluator.results] == [0.0] * 6
-        assert learner.pool is not None
+        assert list(learner.pools) == [""]          # one pool, of the one policy
         assert learner.training.get("win_rule") is not None
     finally:
         learner.close()

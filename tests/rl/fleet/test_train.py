@@ -106,7 +106,7 @@ def test_pool_starts_from_a_given_checkpoint(tmp_path):
     first = Learner(load([], [f"root={tmp_path / 'a'}"]))
     path = TrainingLoop(first, tmp_path / "a").save()
     second = Learner(load([], [f"root={tmp_path / 'b'}", "seed=5", f"rl.opponent.pool.initial={path}"]))
-    assert np.array_equal(second.pool.snapshots[0].blob, to_blob(first.model))
+    assert np.array_equal(second.pools[""].snapshots[0].blob, to_blob(first.model))
     assert not np.array_equal(to_blob(second.model), to_blob(first.model))
 
 
