@@ -2,7 +2,10 @@
 chase one faster agent; rl.policies trains an adversary policy and an agent policy) for a fixed time, then every
 pairing of {learned, random} predators with {learned, random} prey in deterministic evaluation games.
 
-    python bench/predator_prey.py [--minutes 10] [--games 200] [--seed 0]
+    python bench/predator_prey.py [--minutes 10] [--games 200] [--seed 0] [--pools]
+
+``--pools``: each environment trains one role against snapshots from the other role's opponent pool
+(``rl.shared_seats=false``) instead of every seat learning.
 
 Prints contacts per game with their standard errors (a contact: an adversary touches the agent in a step; the adversaries' shared reward / 10)
 for the four pairings, and the two figures of the acceptance: the learned predators' contacts against each kind of
@@ -36,10 +39,10 @@ from lamarckian.rl.policies import roles_of  # noqa: E402
 CONTACT_REWARD = 10.0     # simple_tag's reward to every adversary for each contact
 
 
-def train(minutes: float, seed: int, root: Path) -> None:
+def train(minutes: float, seed: int, root: Path, changes: list[str]) -> None:
     completed = subprocess.run(
         [sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/pettingzoo/tag.yml", "-D", "-m", f"root={root}",
-         f"seed={seed}", "evaluator.progress=false", f"evaluator.terminate=self.time >= {minutes * 60}"],
+         f"seed={seed}", "evaluator.progress=false", f"evaluator.terminate=self.time >= {minutes * 60}", *changes],
         cwd=REPOSITORY)
     if completed.returncode != 0:
         raise SystemExit(f"train.py failed with exit code {completed.returncode}")
@@ -77,11 +80,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--root", type=Path, default=None, help="the run directory (default: a temporary one)")
     parser.add_argument("--skip-training", action="store_true", help="rate the run already in --root")
+    parser.add_argument("--pools", action="store_true", help="one role learns per environment, against pools")
     arguments = parser.parse_args()
     root = arguments.root or Path(tempfile.mkdtemp(prefix="tag-"))
+    changes = ["rl.shared_seats=false"] if arguments.pools else []
     if not arguments.skip_training:
-        train(arguments.minutes, arguments.seed, root)
-    config = load(["mdp/pettingzoo/tag.yml"], [f"seed={arguments.seed}"])
+        train(arguments.minutes, arguments.seed, root, changes)
+    config = load(["mdp/pettingzoo/tag.yml"], [f"seed={arguments.seed}", *changes])
     mdp = create_mdp(config["mdp"], seed=10_000 + arguments.seed, evaluation=True)
     model = build_model(mdp, config)
     _, state = Checkpoints(root / "checkpoints").load_newest()
