@@ -6,9 +6,14 @@ line."""
 from __future__ import annotations
 
 import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from lamarckian.config import load
 from lamarckian.mdp import create_mdp
@@ -227,3 +232,18 @@ def test_a_pooled_run_keeps_a_pool_per_policy_in_its_checkpoint(tmp_path):
     assert sorted(state["pools"]) == ["listener", "speaker"]
     assert len(state["pools"]["listener"]["snapshots"]) >= 2                   # the initial policy, then added ones
     assert min(snapshot["id"] for snapshot in state["pools"]["listener"]["snapshots"]) == 1_000_000
+
+
+@pytest.mark.slow
+def test_evolve_py_trains_learners_of_several_policies(tmp_path):
+    """PBT over learners that each train a policy per role; the best individual's weights hold every policy."""
+    repository = Path(__file__).resolve().parents[2]
+    completed = subprocess.run(
+        [sys.executable, str(repository / "evolve.py"), "-c", "ec/ea/pbt.yml", "-m", *SIGNAL, f"root={tmp_path}",
+         "train.lr=[0.0001,0.001]", "ec.train.stopper=self.iteration >= 2", "ec.population=2",
+         "ec.stop=self.trained >= 4", "sample.actors=1", "sample.num_cpus=0.25", "ec.learner_cpus=0.25",
+         "sample.envs=4", "train.batch=256", "evaluator.episodes=4", "evaluator.progress=false"],
+        capture_output=True, text=True, timeout=600, cwd=repository, env={**os.environ, "PYTHONPATH": str(repository)})
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    best = torch.load(tmp_path / "best.pt", weights_only=True)
+    assert {key.split(".")[0] for key in best["model"]} == {"speaker", "listener"}
