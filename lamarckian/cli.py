@@ -66,8 +66,9 @@ def start_ray(ray_config: Mapping[str, Any]) -> bool:
     return True
 
 
-def run_arguments(prog: str, doc: str, argv: Sequence[str] | None) -> argparse.Namespace:
-    """``-c FILE ... -m KEY=VALUE ... [-d | -D] [--debug]`` of train.py and evolve.py."""
+def run_arguments(prog: str, doc: str, argv: Sequence[str] | None, profile: bool = False) -> argparse.Namespace:
+    """``-c FILE ... -m KEY=VALUE ... [-d | -D] [--debug]`` of train.py and evolve.py (``profile``: also
+    ``--profile``)."""
     parser = OneLineParser(prog=prog, description=doc.splitlines()[0])
     parser.add_argument("-c", "--config", nargs="+", action="extend", default=[], metavar="FILE",
                         help="config files merged in order over lamarckian.yml (paths: working directory, then config/)")
@@ -77,6 +78,9 @@ def run_arguments(prog: str, doc: str, argv: Sequence[str] | None) -> argparse.N
     parser.add_argument("-D", action="store_true", help="delete the whole run directory first")
     parser.add_argument("--debug", action="store_true",
                         help="autograd anomaly detection and local mode (actors in this process, no Ray)")
+    if profile:
+        parser.add_argument("--profile", action="store_true",
+                            help="print where the run's seconds went, from process start to shutdown")
     return parser.parse_args(argv)
 
 

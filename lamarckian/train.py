@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 from .cli import configure_process, prepare_run, run_arguments, run_job, start_ray, usage_error
 from .config import load_with_sources, refuse_ignored
 from .config.sections import RemoteSettings, TrainSettings
+from .timeline import TIMELINE
 
 #: settings the vectorized learner does not read (it has no actors, seats or Ray), and why
 IGNORED_ON_VEC = (("sample", "rl.swap", "rl.opponent.rule", "ray", "rl.policies", "rl.policy_mapping"),
@@ -86,11 +87,14 @@ def culprit(config: Mapping[str, Any] | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = run_arguments("train.py", __doc__, argv)
+    args = run_arguments("train.py", __doc__, argv, profile=True)
+    TIMELINE.enabled = args.profile
+    TIMELINE.mark("interpreter, imports, arguments")
     config: Mapping[str, Any] | None = None
     try:
         config, sources = load_with_sources(args.config, args.modify)
         refuse_ignored(config, sources, *ignored_settings(config))
+        TIMELINE.mark("configuration read")
         if args.debug:
             config["ray"]["local_mode"] = True
         root = Path(config["root"])
@@ -103,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return train_on_ray_ranks(config, root, args.d, args.D)
         trainer = build_trainer(config, ranks)   # builds everything that can fail on a bad value, writes nothing
         loop = TrainingLoop(trainer, root)
+        TIMELINE.mark("trainer built (torch, network, checks)")
     except Exception as error:  # noqa: BLE001 - usage_error re-raises what is not a usage error
         return usage_error("train.py", error, culprit(config))
     import torch
@@ -118,8 +123,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"resuming from {resumed} (iteration {trainer.iteration}, {trainer.cost} env steps)", file=sys.stderr)
     if config["mdp"]["create"] != "vec" and RemoteSettings.from_config(config).server is None:
         start_ray(config["ray"])
+        TIMELINE.mark("ray.init")
+
+    def run() -> None:
+        loop.run()
+        TIMELINE.mark("training ends")
+
     with torch.autograd.set_detect_anomaly(args.debug):     # --debug: NaN sources named; off again afterwards
-        return run_job(loop.run, None, trainer.close, "checkpoint")
+        code = run_job(run, None, trainer.close, "checkpoint")
+    TIMELINE.mark("shutdown (actors, Ray)")
+    if args.profile:
+        print(TIMELINE.table(), file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

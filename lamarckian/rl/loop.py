@@ -23,6 +23,7 @@ from ..config.sections import CheckpointSettings
 from ..record import Checkpoints, CsvLog, Progress, Scalars, format_number, plain
 from ..record.checkpoint import CHECKPOINT_FORMAT, process_rng_state, restore_process_rng, upgrade_checkpoint
 from ..record.wandb import WandbScalars
+from ..timeline import TIMELINE
 from .evaluator import Evaluator
 
 SNAPSHOTS_KEPT = 10**6   # snapshots/ keeps every file
@@ -257,5 +258,6 @@ class TrainingLoop:
         wandb.write(trainer.cost, {f"eval/{k}": v for k, v in summary.items()})
         if self.evaluations is not None:
             self.evaluations.write(row)
+        TIMELINE.mark("first evaluation")
         self.progress.print(f"{line} | eval @ {format_number(trainer.cost)} steps: {trainer.evaluation_line(summary)}")
         return True

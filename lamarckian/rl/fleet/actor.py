@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -100,6 +101,7 @@ class Actor:
         self.results: list[tuple[str, EpisodeResult]] = []   # (policy, training episode) since the last segment
         self.counted: dict[str, float] = {}         # the environments' counters as of the last segment
         self.steps: collections.Counter[str] = collections.Counter()   # env steps per policy since the last segment
+        self.first_step_at: float | None = None       # wall-clock time of this actor's first env step
         self.loop = asyncio.new_event_loop()
         self.inference = BatchedInference(sample.batch_wait)
         self.tasks: list[asyncio.Task] = []
@@ -293,6 +295,8 @@ class Actor:
                 if len(lane.values) == self.truncation + 1:  # this lane just filled: maybe all have
                     self._check_ready()
                 await controller(model.env_action(action))
+                if self.first_step_at is None:
+                    self.first_step_at = time.time()
                 self.steps[policy] += 1
                 lane.outcome(controller.get_reward(), controller.done, controller.truncated)
             if controller.truncated:
@@ -419,6 +423,10 @@ class Actor:
         server = PopulationPolicy(self.population, deterministic=True)
         jobs = [(list(range(len(match))), [(server, int(index)) for index in match]) for match in matches]
         return self._run_episodes(jobs)
+
+    def first_step(self) -> float | None:
+        """The wall-clock time of this actor's first env step (None before it)."""
+        return self.first_step_at
 
     def statistics(self) -> dict[str, float]:
         """Inference batching: forwards served and the mean batch size."""

@@ -35,6 +35,7 @@ from ...model import ModelSettings, to_blob
 from ...rating.results import POOL, RULE, EpisodeResult
 from ...record import Progress
 from ...record.checkpoint import upgrade_checkpoint
+from ...timeline import TIMELINE
 from ..algorithms import algorithm_of
 from ..algorithms.per_policy import PerPolicyUpdate
 from ..algorithms.ppo import PPO
@@ -193,6 +194,7 @@ class Learner(Trainer):
         self.actors = [self._spawn() for _ in range(self.sample.actors)]
         self.everyone = rpc.All(self.actors, settings=settings)
         self.gather = rpc.Gather(self.everyone, credits=self.sample.credits)
+        TIMELINE.mark("actors started and connected")
 
     def publish(self) -> None:
         """Send the current weights and the opponent pool to every actor and wait. For a learner whose network
@@ -273,6 +275,7 @@ class Learner(Trainer):
             except rpc.ActorDiedError as error:
                 self._replace(error)
                 continue
+            TIMELINE.mark("first segment at the learner")
             for segment in message:
                 steps += segment.steps
                 results.extend(segment.results)
@@ -304,6 +307,11 @@ class Learner(Trainer):
         if results:
             self.training = training
         stats.update(self.fleet_statistics())
+        if TIMELINE.enabled and "first update" not in TIMELINE.moments:
+            TIMELINE.mark("first update")
+            firsts = [at for at in self.call_all(lambda: self.everyone("first_step")) if at is not None]
+            if firsts:
+                TIMELINE.mark("first env step (the earliest actor)", min(firsts))
         stats.update({"fps/sampling": steps / max(1e-9, collected - started),
                       "fps/learning": stats.get("samples", 0.0) / max(1e-9, updated - collected),
                       "fps/overall": steps / max(1e-9, updated - started), "dropped": float(self.dropped),
