@@ -369,8 +369,8 @@ class Actor:
 
     def evaluate(self, episodes: int, opponent: str = RULE) -> list[dict[str, Any]]:
         """Play ``episodes`` episodes with the deterministic policy against ``opponent`` (``rule``, or ``self``:
-        the newest pool snapshot), alternating seats; the learner's results. With ``rl.shared_seats`` the policy
-        plays every seat (``opponent`` does not apply) and the results are seat 0's."""
+        the newest pool snapshot), alternating seats; the learner's results. With ``rl.shared_seats`` or
+        ``rl.policies`` every seat plays its policy (``opponent`` does not apply) and the results are seat 0's."""
         if opponent not in (RULE, SELF):
             raise ValueError(f"evaluator.opponent={opponent!r}: expected {RULE!r} or {SELF!r}")
         if self.shared or self.roles is not None:              # a memory per seat and game
