@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Mapping
 
+from ..config.loader import merge
 from .base import MDP, Controller
 from .plugin import is_plugin, load_plugin
 from .wrap import FrameSkip, IdleBonus, Statistics
@@ -16,15 +18,8 @@ BY_NAME = {"game": "lamarckian.games.mdp:GameMDP",             # by name: lamarc
 def evaluation_config(mdp_config: Mapping[str, Any]) -> dict[str, Any]:
     """The ``mdp`` section of evaluation environments: ``mdp.evaluation``'s keys merged over the rest (Atari: full
     games, the game's own score, ``mdp/gym/atari.yml``)."""
-    def merged(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
-        out = dict(base)
-        for key, value in changes.items():
-            out[key] = merged(out[key], value) if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) \
-                else value
-        return out
-
-    rest = {key: value for key, value in mdp_config.items() if key != "evaluation"}
-    return merged(rest, mdp_config.get("evaluation") or {})
+    rest = copy.deepcopy({key: value for key, value in mdp_config.items() if key != "evaluation"})
+    return merge(rest, dict(mdp_config.get("evaluation") or {}))
 
 
 def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None, *, evaluation: bool = False) -> MDP:

@@ -265,9 +265,10 @@ class Learner(Trainer):
             self.update_group = None
 
     # ---- training ------------------------------------------------------------------------------------------
-    def _collect(self) -> tuple[list[Segment], int, list[EpisodeResult]]:
-        """Segments worth ``train.batch`` env steps (stale ones dropped), their env steps, finished episodes."""
-        segments, steps, results = [], 0, []
+    def _collect(self) -> tuple[list[Segment], int, dict[str, list[EpisodeResult]]]:
+        """Segments worth ``train.batch`` env steps (stale ones dropped), their env steps, the finished episodes per
+        policy (every segment's, stale ones too)."""
+        segments, steps, results = [], 0, {}
         limit = self.max_staleness
         while steps < self.batch_steps:
             try:
@@ -278,7 +279,7 @@ class Learner(Trainer):
             TIMELINE.mark("first segment at the learner")
             for segment in message:
                 steps += segment.steps
-                results.extend(segment.results)
+                results.setdefault(segment.policy, []).extend(segment.results)
                 self.environment_counts.update(segment.counters)
                 if self.version - segment.version > limit:
                     self.dropped += 1
@@ -289,7 +290,8 @@ class Learner(Trainer):
     def step(self) -> dict[str, float]:
         """One iteration: collect, update, broadcast. Returns its statistics."""
         started = time.monotonic()
-        segments, steps, results = self._collect()
+        segments, steps, results_of = self._collect()     # the finished episodes per policy
+        results = [result for own in results_of.values() for result in own]
         collected = time.monotonic()
         update = self.update_group.update if self.update_group is not None else self.update_rule.update
         stats = update(segments, self.version, self.cost) if segments else {}
@@ -299,7 +301,7 @@ class Learner(Trainer):
             self._update_pools(results)
         training = summarize(results)
         for name in self.roles.names if self.roles is not None else ():
-            training[f"fitness_{name}"] = summarize([r for s in segments for r in s.results if s.policy == name])["fitness"]
+            training[f"fitness_{name}"] = summarize(results_of.get(name, []))["fitness"]
         for kind in (RULE, POOL):
             against = [r for r in results if r.opponent == kind]
             if against:
