@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from .cli import configure_process, prepare_run, run_arguments, run_job, start_ray, usage_error
 from .config import load_with_sources, refuse_ignored
-from .config.sections import RemoteSettings, TrainSettings
+from .config.sections import RaySettings, RemoteSettings, TrainSettings
 from .timeline import TIMELINE
 
 #: settings the vectorized learner does not read (it has no actors, seats or Ray), and why
@@ -76,6 +76,15 @@ def train_on_ray_ranks(config: Mapping[str, Any], root: Path, delete_checkpoints
     return run_job(run, None, lambda: None, "checkpoint")
 
 
+def fleet_uses_ray(config: Mapping[str, Any]) -> bool | None:
+    """Whether the actor fleet of this run starts Ray (:meth:`RaySettings.uses_ray`); None where the run has no
+    actors of its own (a vectorized task, remote workers) or they live in this process (``--debug``)."""
+    ray = RaySettings.from_config(config)
+    if config["mdp"]["create"] == "vec" or RemoteSettings.from_config(config).server is not None or ray.local_mode:
+        return None
+    return ray.uses_ray(TrainSettings.from_config(config).gpus)
+
+
 def culprit(config: Mapping[str, Any] | None) -> str:
     """The setting that chose what failed to build (for a missing package's message)."""
     if config is None:
@@ -97,6 +106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         TIMELINE.mark("configuration read")
         if args.debug:
             config["ray"]["local_mode"] = True
+        uses_ray = fleet_uses_ray(config)
+        if uses_ray is False:            # the actors' fork server imports torch while this process builds
+            from .rl.fleet import ACTOR_MODULES
+            from .rpc.processes import warm_up
+
+            warm_up(ACTOR_MODULES)
         root = Path(config["root"])
         configure_process(config)
         from .rl.distributed import Ranks
@@ -121,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     resumed = loop.resume()
     if resumed is not None and trainer.main:
         print(f"resuming from {resumed} (iteration {trainer.iteration}, {trainer.cost} env steps)", file=sys.stderr)
-    if config["mdp"]["create"] != "vec" and RemoteSettings.from_config(config).server is None:
+    if uses_ray:
         start_ray(config["ray"])
         TIMELINE.mark("ray.init")
 

@@ -121,13 +121,32 @@ class RunSettings(Section):
 @dataclasses.dataclass(frozen=True)
 class RaySettings(Section):
     """``ray``: where Ray runs (``address``: a cluster's; else a local one of ``num_cpus``), or ``local_mode``:
-    every actor an object of this process (``--debug``)."""
+    every actor an object of this process (``--debug``); ``launch``: whether a run on this machine starts its
+    actors as plain child processes instead (see :meth:`uses_ray`)."""
 
     KEY = "ray"
+    LAUNCHES = ("auto", "processes", "ray")
 
     address: str | None
     num_cpus: float | None
     local_mode: bool
+    launch: str
+
+    def __post_init__(self) -> None:
+        if self.launch not in self.LAUNCHES:
+            raise ValueError(f"ray.launch={self.launch!r}: one of {', '.join(self.LAUNCHES)}")
+
+    def uses_ray(self, gpus: int = 1) -> bool:
+        """Whether train.py's actor fleet starts (or joins) Ray: ``launch: ray``, a cluster ``address``, or the
+        Ray ranks of ``train.gpus`` > 1; else (``auto``, ``processes``) the actors are child processes of this
+        one, started without Ray. Never in ``local_mode``."""
+        if self.local_mode:
+            return False
+        if self.launch == "processes" and (self.address or gpus > 1):
+            raise ValueError(f"ray.launch=processes starts actors on this machine without Ray; "
+                             f"{'ray.address=' + repr(self.address) if self.address else f'train.gpus={gpus}'} "
+                             "needs Ray (ray.launch: auto or ray)")
+        return self.launch == "ray" or bool(self.address) or gpus > 1
 
 
 @dataclasses.dataclass(frozen=True)

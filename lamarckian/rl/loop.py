@@ -57,6 +57,11 @@ class Trainer:
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         raise NotImplementedError
 
+    def model_state(self) -> dict[str, Any]:
+        """The network's weights (a snapshot's ``model``): ``state_dict()["model"]``, which a subclass may give
+        without building the rest."""
+        return self.state_dict()["model"]
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -140,7 +145,7 @@ class TrainingLoop:
 
     def _snapshot(self) -> None:
         trainer = self.trainer
-        self.snapshots.save(trainer.iteration, {"format": CHECKPOINT_FORMAT, "model": trainer.state_dict()["model"],
+        self.snapshots.save(trainer.iteration, {"format": CHECKPOINT_FORMAT, "model": trainer.model_state(),
                                                 "iteration": trainer.iteration, "cost": trainer.cost,
                                                 "elapsed": trainer.elapsed})
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from .auth import adopt_secret
 from .server import Server
 from .settings import RpcSettings
+from .sockets import running_ray
 
 PATTERNS_ATTRIBUTE = "__lamarckian_rpc_patterns__"
 _SERVER_ATTRIBUTE = "_lamarckian_rpc_server"
@@ -25,8 +26,8 @@ T = TypeVar("T")
 
 def _actor_name(obj: Any) -> str:
     name = f"{type(obj).__qualname__}(pid={os.getpid()}"
-    ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():
+    ray = running_ray()
+    if ray is not None:
         actor_id = ray.get_runtime_context().get_actor_id()
         if actor_id:
             name += f", actor={actor_id[:8]}"
@@ -41,7 +42,7 @@ def _start(self: Any, secret: bytes, settings: dict) -> dict[str, Any]:
     if server is not None and server.settings != RpcSettings.from_mapping(settings):
         raise ValueError(f"{server.name} already serves with other rpc settings")
     if server is None:
-        if sys.modules.get("ray") is not None and sys.modules["ray"].is_initialized():
+        if running_ray() is not None:
             adopt_secret(secret)  # a Ray actor joins its caller's run: its own callers use the same secret
         server = Server(self, name=_actor_name(self), secret=secret, settings=RpcSettings.from_mapping(settings),
                         patterns=frozenset(getattr(type(self), PATTERNS_ATTRIBUTE)))

@@ -27,6 +27,7 @@ from . import sockets
 from .auth import handshake_nonce, run_secret
 from .connection import MONITOR_PERIOD, Connection
 from .errors import ActorDiedError, ProtocolError, RemoteError, RPCError
+from .processes import ProcessActor
 from .settings import RpcSettings
 from .wire import Kind, Message, Trust, Wire
 
@@ -40,11 +41,17 @@ def _ray_handle_type() -> type | None:
 
 
 def start_endpoints(actors: Sequence[Any], secret: bytes, settings: RpcSettings, first_index: int = 0) -> list[dict]:
-    """Ask each actor (Ray handle or local decorated object) to serve; returns their endpoints in order."""
+    """Ask each actor (Ray handle, :class:`ProcessActor` or local decorated object) to serve; returns their
+    endpoints in order."""
     handle_type = _ray_handle_type()
     endpoints: list[Any] = [None] * len(actors)
     remote = {}
+    children = {}
     for position, actor in enumerate(actors):
+        if isinstance(actor, ProcessActor):     # asked together: the children build their objects in parallel
+            actor.begin_start(secret, settings.to_mapping())
+            children[position] = actor
+            continue
         if handle_type is not None and isinstance(actor, handle_type):
             remote[position] = actor._lamarckian_rpc_start.remote(secret, settings.to_mapping())
             continue
@@ -52,6 +59,8 @@ def start_endpoints(actors: Sequence[Any], secret: bytes, settings: RpcSettings,
         if start is None:
             raise TypeError(f"{type(actor).__qualname__} is not decorated with @all, @any or @gather")
         endpoints[position] = start(secret, settings.to_mapping())
+    for position, child in children.items():
+        endpoints[position] = child.endpoint(settings.start_timeout, first_index + position)
     if remote:
         import ray
 

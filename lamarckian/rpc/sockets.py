@@ -66,14 +66,16 @@ def make_client_curve(socket: zmq.Socket, server_public_key: bytes) -> None:
     socket.curve_serverkey = server_public_key
 
 
-def _ray() -> Any:
+def running_ray() -> Any:
+    """The ``ray`` module where this process is connected to Ray (a driver after ``ray.init``, a Ray worker), else
+    None (Ray is never imported here)."""
     ray = sys.modules.get("ray")
     return ray if ray is not None and ray.is_initialized() else None
 
 
 def node_id() -> str:
     """Ray's node id of this process, or the host name outside Ray."""
-    ray = _ray()
+    ray = running_ray()
     if ray is not None:
         return ray.get_runtime_context().get_node_id()
     return stdlib_socket.gethostname()
@@ -84,7 +86,7 @@ def bind_host(settings: RpcSettings) -> str:
     shares this machine's address (or outside Ray); otherwise this node's own IP."""
     if settings.host:
         return settings.host
-    ray = _ray()
+    ray = running_ray()
     if ray is None:
         return LOOPBACK
     own = ray.util.get_node_ip_address()

@@ -7,6 +7,7 @@ Shapes: ``T`` steps per segment, ``L`` lanes, ``N = T * L`` samples in a batch.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Mapping
 
 import numpy as np
@@ -243,16 +244,22 @@ class PPO:
         self.model, self.settings, self.ranks = model, settings, ranks
         if ranks is not None and getattr(model, "state_size", 0):
             raise ValueError("model.recurrent trains on one learner process (train.gpus: 1)")
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, eps=1e-5)
         self.lr = settings.lr
         self.generator = torch.Generator().manual_seed(seed)   # the same on every rank: one global permutation
         if ranks is not None:
             ranks.sync_parameters(model)
 
+    @functools.cached_property
+    def optimizer(self) -> torch.optim.Adam:
+        """Adam, built on first use: torch's optimizers import ``torch._dynamo`` (~1.2 s of CPU) when first called,
+        which a run then pays while its actors take their first steps instead of before they start."""
+        return torch.optim.Adam(self.model.parameters(), lr=self.lr, eps=1e-5)
+
     def set_lr(self, lr: float) -> None:
         """The learning rate from now on (a schedule may change it at the next update)."""
         self.lr = lr
-        set_learning_rate([self.optimizer], lr)
+        if "optimizer" in self.__dict__:
+            set_learning_rate([self.optimizer], lr)
 
     @property
     def max_staleness(self) -> int:

@@ -35,6 +35,8 @@ from ...model import ModelSettings, to_blob
 from ...rating.results import POOL, RULE, EpisodeResult
 from ...record import Progress
 from ...record.checkpoint import upgrade_checkpoint
+from ...rpc import processes
+from ...rpc.sockets import running_ray
 from ...timeline import TIMELINE
 from ..algorithms import algorithm_of
 from ..algorithms.per_policy import PerPolicyUpdate
@@ -43,6 +45,7 @@ from ..evaluator import Evaluator, summarize
 from ..loop import Trainer
 from ..segment import Segment, segments_of
 from ..selfplay.pool import OpponentPool, PoolSettings
+from . import ACTOR_MODULES
 from .actor import Actor
 from .update_ranks import UpdateGroup, learner_network
 
@@ -83,7 +86,9 @@ class Learner(Trainer):
         self.everyone: rpc.All | None = None
         self.gather: rpc.Gather | None = None
         self.spawned = 0
-        self.local = RaySettings.from_config(config).local_mode
+        ray_settings = RaySettings.from_config(config)
+        self.local = ray_settings.local_mode
+        self.launch = ray_settings.launch
 
     def configure(self, config: Mapping[str, Any]) -> None:
         """(Re)build the network (initialized from ``config.seed``), PPO, the evaluator and the opponent pool from
@@ -159,6 +164,9 @@ class Learner(Trainer):
         kept = {"pools": pools} if self.roles is not None else {"pool": pools.get("")}     # one pool: format 1's key
         return {"model": self.model.state_dict(), **self.update_rule.state_dict(), **kept, **self.counters()}
 
+    def model_state(self) -> dict[str, Any]:
+        return self.model.state_dict()
+
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
         self.update_rule.load_state_dict(state)
@@ -172,14 +180,18 @@ class Learner(Trainer):
 
     # ---- actors --------------------------------------------------------------------------------------------
     def _spawn(self) -> Any:
-        """A new actor from the current weights: a Ray actor, or (``ray.local_mode``) an object in this process
-        whose RPC server runs on a thread (debuggable with breakpoints)."""
+        """A new actor from the current weights: a child process of this one (``ray.launch``: processes, or auto
+        while Ray is not running), a Ray actor, or (``ray.local_mode``) an object in this process whose RPC server
+        runs on a thread (debuggable with breakpoints)."""
         pools = {name: (pool.probabilities(), {i: s.blob for i, s in pool.snapshots.items()})
                  for name, pool in self.pools.items()}
         arguments = (dict(self.config), self.spawned, to_blob(self.model), self.version, pools)
         self.spawned += 1
         if self.local:
             return Actor(*arguments, own_process=False)
+        if self.launch == "processes" or (self.launch == "auto" and running_ray() is None):
+            processes.warm_up(ACTOR_MODULES)
+            return processes.spawn(Actor, *arguments, name=f"Actor{arguments[1]}")
         import ray
 
         return ray.remote(num_cpus=self.sample.num_cpus, max_restarts=0)(Actor).remote(*arguments)
@@ -225,7 +237,7 @@ class Learner(Trainer):
         """Swap a dead actor for a fresh one that starts from the current weights."""
         dead = self.actors.pop(error.index)
         self.gather.remove(dead)
-        self._kill(dead)
+        self._kill(dead, graceful=False)
         replacement = self._spawn()
         self.actors.append(replacement)
         self.gather.add(replacement)
@@ -240,9 +252,13 @@ class Learner(Trainer):
             except rpc.ActorDiedError as error:
                 self._replace(error)
 
-    def _kill(self, actor: Any) -> None:
+    def _kill(self, actor: Any, graceful: bool = True) -> None:
+        """End ``actor``: ``graceful`` lets it close its environments first (the end of a run), else at once (a
+        dead or hung one)."""
         if self.local:
             actor.close()
+        elif isinstance(actor, processes.ProcessActor):
+            actor.close() if graceful else actor.kill()
         else:
             import ray
 
