@@ -1,0 +1,89 @@
+"""One run of a peer library (stable-baselines3 or sbx) for bench/peers.py, in the peers' own environment.
+
+Reads one JSON argument: ``library`` (sb3 | sbx), ``algorithm`` (PPO | SAC | DQN), ``env``, ``hyper`` (the
+rl-baselines3-zoo values; ``"lin_<x>"`` is a linear schedule from x to 0, ``normalize`` wraps the environments in
+VecNormalize as the zoo does), ``seed``, ``threshold``, ``eval_steps``, ``episodes``, ``limit`` (seconds).
+Trains until a deterministic evaluation of ``episodes`` episodes, every ``eval_steps`` env steps, reaches
+``threshold``, or ``limit`` seconds pass since the process started; prints one JSON line: ``reached`` (seconds
+from process start, the interpreter's own start included, to the end of that evaluation; null if not reached),
+``steps``, ``learn`` (seconds from process start to ``learn()``), ``curve`` ([env steps, mean return]).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lamarckian.timeline import process_start  # noqa: E402  (stdlib only: the peers' environment needs no more)
+
+START = process_start()
+
+
+def schedules(hyper: dict[str, Any], library: str) -> dict[str, Any]:
+    """The zoo's ``lin_<x>`` strings as linear schedules (sbx takes the initial value: its optax optimizers are built
+    with a constant rate)."""
+    converted = {}
+    for key, value in hyper.items():
+        if isinstance(value, str) and value.startswith("lin_"):
+            initial = float(value[4:])
+            converted[key] = initial if library == "sbx" else (lambda progress, initial=initial: progress * initial)
+        else:
+            converted[key] = value
+    return converted
+
+
+def main() -> None:
+    job = json.loads(sys.argv[1])
+    import gymnasium
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    if job["library"] == "sbx":
+        import sbx as library
+    else:
+        import stable_baselines3 as library
+    hyper = schedules(dict(job["hyper"]), job["library"])
+    n_envs, normalize = hyper.pop("n_envs", 1), hyper.pop("normalize", False)
+    env = make_vec_env(job["env"], n_envs=n_envs, seed=job["seed"])
+    evaluation_env: Any = gymnasium.make(job["env"])
+    if normalize:
+        env = VecNormalize(env, gamma=hyper.get("gamma", 0.99))
+        evaluation_env = VecNormalize(make_vec_env(job["env"], n_envs=1, seed=job["seed"] + 1000), training=False,
+                                      norm_reward=False)
+    model = getattr(library, job["algorithm"])("MlpPolicy", env, seed=job["seed"], verbose=0, **hyper)
+    curve: list[list[float]] = []
+    reached: list[float] = []
+    learn = time.time() - START
+
+    class Watch(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.next_evaluation = job["eval_steps"]
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= self.next_evaluation:
+                self.next_evaluation += job["eval_steps"]
+                if normalize:
+                    evaluation_env.obs_rms = env.obs_rms
+                mean = float(evaluate_policy(model, evaluation_env, n_eval_episodes=job["episodes"],
+                                             deterministic=True)[0])
+                curve.append([self.num_timesteps, mean])
+                if mean >= job["threshold"]:
+                    reached.append(time.time() - START)
+                    return False
+            return time.time() - START < job["limit"]
+
+    model.learn(total_timesteps=10**9, callback=Watch())
+    print(json.dumps({"reached": reached[0] if reached else None, "steps": curve[-1][0] if reached else None,
+                      "learn": learn, "curve": curve}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""Our learners against the fastest peers on small tasks, from the moment each process starts (issue 32).
+
+Each row is a task, an algorithm and an evaluation threshold; each run is a fresh process, timed from its own start
+(read from /proc: the interpreter, imports, Ray or JAX start-up and every evaluation count) to the end of the first
+deterministic evaluation of 10 episodes at the threshold. Medians over seeds, the spread (min–max) beside, and the
+ratio of ours to the fastest peer.
+
+- ours: what a user types, ``train.py -c mdp/gym.yml mdp/gym/<task>.yml rl/<algorithm>.yml`` with the shipped
+  values, evaluating every second (``evaluator.interval=1``); the moment is ``--profile``'s "training ends" (the
+  stop rule held at that evaluation);
+- stable-baselines3 2.9.2 and sbx 0.28 (SB3 in JAX) with rl-baselines3-zoo's tuned values, evaluating every
+  ``eval_steps`` env steps (bench/peer_run.py). They are installed for this benchmark only, in their own virtual
+  environment: ``python bench/peers.py --setup`` makes it (it sees this environment's packages: torch, JAX,
+  gymnasium) at ``--python``'s folder.
+
+    python bench/peers.py --setup
+    python bench/peers.py [--rows cartpole-ppo ...] [--seeds 0 1 2] [--peers sb3 sbx] [--limit 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPOSITORY))
+
+from lamarckian.record import read_rows  # noqa: E402
+
+PEERS_PYTHON = Path.home() / ".cache" / "lamarckian" / "peers" / "bin" / "python"
+PEER_PACKAGES = ("stable-baselines3==2.9.2", "sbx-rl==0.28.0")
+EPISODES = 10                       # evaluation episodes, both sides
+SBX_UNSUPPORTED = ("use_sde", "sde_sample_freq")   # sbx's PPO has no generalized state-dependent exploration
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    title: str
+    env: str
+    files: tuple[str, ...]           # our config files after mdp/gym.yml
+    threshold: float
+    algorithm: str                   # the peers' class
+    zoo: dict[str, Any]              # rl-baselines3-zoo's values for the peers
+    eval_steps: int                  # the peers evaluate every this many env steps
+
+
+ROWS = {
+    "cartpole-ppo": Row("CartPole-v1 PPO to 475", "CartPole-v1", ("mdp/gym/cartpole.yml", "rl/ppo.yml"), 475.0, "PPO",
+                        dict(n_envs=8, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20,
+                             ent_coef=0.0, learning_rate="lin_0.001", clip_range="lin_0.2"), 1000),
+    "pendulum-ppo": Row("Pendulum-v1 PPO to -200", "Pendulum-v1", ("mdp/gym/pendulum.yml", "rl/ppo.yml"), -200.0,
+                        "PPO", dict(n_envs=4, n_steps=1024, gae_lambda=0.95, gamma=0.9, n_epochs=10, ent_coef=0.0,
+                                    learning_rate=1e-3, clip_range=0.2, use_sde=True, sde_sample_freq=4), 4096),
+    "pendulum-sac": Row("Pendulum-v1 SAC to -200", "Pendulum-v1", ("mdp/gym/pendulum.yml", "rl/sac.yml"), -200.0,
+                        "SAC", dict(learning_rate=1e-3), 1000),
+    "cartpole-dqn": Row("CartPole-v1 DQN to 475", "CartPole-v1", ("mdp/gym/cartpole.yml", "rl/dqn.yml"), 475.0, "DQN",
+                        dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100000, learning_starts=1000,
+                             gamma=0.99, target_update_interval=10, train_freq=256, gradient_steps=128,
+                             exploration_fraction=0.16, exploration_final_eps=0.04,
+                             policy_kwargs=dict(net_arch=[256, 256])), 1000),
+    "acrobot-ppo": Row("Acrobot-v1 PPO to -100", "Acrobot-v1", ("mdp/gym/acrobot.yml", "rl/ppo.yml"), -100.0, "PPO",
+                       dict(n_envs=16, n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4, ent_coef=0.0,
+                            normalize=True), 4096),
+    "acrobot-dqn": Row("Acrobot-v1 DQN to -100", "Acrobot-v1", ("mdp/gym/acrobot.yml", "rl/dqn.yml"), -100.0, "DQN",
+                       dict(learning_rate=6.3e-4, batch_size=128, buffer_size=50000, learning_starts=0, gamma=0.99,
+                            target_update_interval=250, train_freq=4, gradient_steps=-1, exploration_fraction=0.12,
+                            exploration_final_eps=0.1, policy_kwargs=dict(net_arch=[256, 256])), 1000),
+}
+
+
+def run_ours(row: Row, seed: int, limit: float) -> dict[str, Any]:
+    """``train.py --profile`` until an evaluation reaches the threshold or ``limit`` training seconds pass: seconds
+    from process start to that evaluation (nan: not reached), its env steps."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder) / "run"
+        completed = subprocess.run(
+            [sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml", *row.files, "--profile", "-D", "-m",
+             f"seed={seed}", f"root={root}", "evaluator.interval=1", f"evaluator.episodes={EPISODES}",
+             "evaluator.progress=false", "evaluator.tensorboard=false",
+             f"evaluator.terminate=self.fitness >= {row.threshold} or self.time > {limit}"],
+            capture_output=True, text=True, cwd=REPOSITORY)
+        if completed.returncode != 0:
+            raise RuntimeError(f"train.py failed ({row.title}, seed {seed}):\n{completed.stderr[-2000:]}")
+        rows = read_rows(root / "evaluations.csv")
+    reached = next((r for r in rows if r["fitness"] >= row.threshold), None)
+    ends = re.search(r"^training ends\s+([\d.]+)", completed.stderr, re.MULTILINE)
+    first_step = re.search(r"^first env step \(the earliest actor\)\s+([\d.]+)", completed.stderr, re.MULTILINE)
+    return {"seconds": float(ends.group(1)) if reached and ends else math.nan,
+            "steps": reached["cost"] if reached else math.nan,
+            "first_step": float(first_step.group(1)) if first_step else math.nan}
+
+
+def run_peer(python: Path, library: str, row: Row, seed: int, limit: float) -> dict[str, Any]:
+    """One run of ``library`` in the peers' environment (bench/peer_run.py), as :func:`run_ours`."""
+    hyper = {k: v for k, v in row.zoo.items() if not (library == "sbx" and k in SBX_UNSUPPORTED)}
+    job = {"library": library, "algorithm": row.algorithm, "env": row.env, "hyper": hyper, "seed": seed,
+           "threshold": row.threshold, "eval_steps": row.eval_steps, "episodes": EPISODES, "limit": limit}
+    completed = subprocess.run([str(python), str(REPOSITORY / "bench" / "peer_run.py"), json.dumps(job)],
+                               capture_output=True, text=True)
+    if completed.returncode != 0:
+        raise RuntimeError(f"{library} failed ({row.title}, seed {seed}):\n{completed.stderr[-2000:]}")
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    return {"seconds": result["reached"] if result["reached"] is not None else math.nan,
+            "steps": result["steps"] if result["steps"] is not None else math.nan, "learn": result["learn"]}
+
+
+def median_and_spread(values: list[float]) -> str:
+    """``median (min–max)``, with the runs that did not reach the threshold counted."""
+    reached = [v for v in values if not math.isnan(v)]
+    if not reached:
+        return "not reached"
+    text = f"{statistics.median(reached):.1f} s ({min(reached):.1f}–{max(reached):.1f})"
+    return text + (f", {len(values) - len(reached)} of {len(values)} not reached" if len(reached) < len(values) else "")
+
+
+def median(values: list[float]) -> float:
+    reached = [v for v in values if not math.isnan(v)]
+    return statistics.median(reached) if len(reached) * 2 > len(values) else math.nan
+
+
+def setup(python: Path) -> None:
+    """The peers' virtual environment (seeing this one's packages), with the pinned peers installed in it."""
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(python.parents[1])], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", *PEER_PACKAGES], check=True)
+    print(f"peers installed in {python.parents[1]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--peers", nargs="+", default=["sb3", "sbx"], choices=["sb3", "sbx"])
+    parser.add_argument("--limit", type=float, default=120.0, help="seconds before a run gives up")
+    parser.add_argument("--python", type=Path, default=PEERS_PYTHON, help="the peers' environment's python")
+    parser.add_argument("--setup", action="store_true", help="make the peers' environment and stop")
+    args = parser.parse_args()
+    if args.setup:
+        setup(args.python)
+        return
+    if args.peers and not args.python.exists():
+        parser.error(f"--python {args.python} does not exist: run `python bench/peers.py --setup` first")
+    print(f"{time.strftime('%Y-%m-%d')} {platform.node()}, {platform.processor() or platform.machine()}, "
+          f"seeds {args.seeds}; seconds from process start to the first evaluation at the threshold, "
+          "median (min–max); env steps to it in brackets", flush=True)
+    table = [["row", *args.peers, "ours", "ours / fastest peer", "ours: first env step"]]
+    for name in args.rows:
+        row = ROWS[name]
+        results: dict[str, list[dict[str, Any]]] = {system: [] for system in [*args.peers, "ours"]}
+        for seed in args.seeds:          # the systems take turns, so a slow spell of the machine hits each
+            for system in results:
+                result = (run_ours(row, seed, args.limit) if system == "ours"
+                          else run_peer(args.python, system, row, seed, args.limit))
+                results[system].append(result)
+                print(f"  {row.title} seed {seed} {system}: {result['seconds']:.1f} s, {result['steps']} steps",
+                      flush=True)
+        cells = []
+        for system, runs in results.items():
+            steps = median([r["steps"] for r in runs])
+            cells.append(median_and_spread([r["seconds"] for r in runs])
+                         + ("" if math.isnan(steps) else f" [{steps / 1000:.1f} k]"))
+        fastest = min((median([r["seconds"] for r in results[p]]) for p in args.peers), default=math.nan)
+        ours = median([r["seconds"] for r in results["ours"]])
+        first_step = median([r["first_step"] for r in results["ours"]])
+        table.append([row.title, *cells, f"{ours / fastest:.2f}×" if fastest == fastest and ours == ours else "—",
+                      f"{first_step:.2f} s"])
+        print(" | ".join(table[-1]), flush=True)
+    print()
+    print("| " + " | ".join(table[0]) + " |")
+    print("|" + "---|" * len(table[0]))
+    for line in table[1:]:
+        print("| " + " | ".join(line) + " |")
+
+
+if __name__ == "__main__":
+    main()
