@@ -33,7 +33,7 @@ class RpcSettings(Section):
         curve: encrypt every connection with CurveZMQ (for untrusted networks).
         relay: ``"auto"`` relays a broadcast through one process per remote node holding 2+ targets;
             ``"always"`` relays every remote node; ``"never"`` sends to each actor directly.
-        start_timeout: seconds to wait for a Ray actor to start serving (it may still be scheduled).
+        start_timeout: seconds to wait for an actor to start serving (a Ray actor may still be scheduled).
         host: address servers bind to; ``None`` picks 127.0.0.1 on a one-machine cluster, else the node's IP.
     """
 
