@@ -325,16 +325,20 @@ class Learner(Trainer):
         if results:
             self.training = training
         stats.update(self.fleet_statistics())
-        if TIMELINE.enabled and "first update" not in TIMELINE.moments:
-            TIMELINE.mark("first update")
-            firsts = [at for at in self.call_all(lambda: self.everyone("first_step")) if at is not None]
-            if firsts:
-                TIMELINE.mark("first env step (the earliest actor)", min(firsts))
+        self._mark_first_update()
         stats.update({"fps/sampling": steps / max(1e-9, collected - started),
                       "fps/learning": stats.get("samples", 0.0) / max(1e-9, updated - collected),
                       "fps/overall": steps / max(1e-9, updated - started), "dropped": float(self.dropped),
                       "replaced": float(self.replaced)})
         return stats
+
+    def _mark_first_update(self) -> None:
+        """``--profile``: the first update and the earliest actor's first env step (asked once)."""
+        if TIMELINE.enabled and "first update" not in TIMELINE.moments:
+            TIMELINE.mark("first update")
+            firsts = [at for at in self.call_all(lambda: self.everyone("first_step")) if at is not None]
+            if firsts:
+                TIMELINE.mark("first env step (the earliest actor)", min(firsts))
 
     def fleet_statistics(self) -> dict[str, float]:
         """The environments' counters (``env/...``: a game server's lost episodes...) and the remote workers'

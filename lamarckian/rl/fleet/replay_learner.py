@@ -123,6 +123,8 @@ class OffPolicyLearner(Learner):
         updates = self._updates_due(steps)
         stats = self._train(updates) if updates else {}
         updated = time.monotonic()
+        if updates:
+            self._mark_first_update()
         self.advance(steps)
         if self.epsilon is not None:
             epsilon = self.epsilon.at(self.cost)
