@@ -27,6 +27,7 @@ from .auth import adopt_secret
 from .errors import ActorDiedError
 
 CLOSE_SECONDS = 5.0    # how long a child may take to close before it is killed
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")   # thread pools' sizes
 
 _context: multiprocessing.context.BaseContext | None = None
 
@@ -35,19 +36,31 @@ def _start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
-def warm_up(preload: Sequence[str]) -> None:
+def warm_up(preload: Sequence[str], threads: int = 1) -> None:
     """Start the fork server now, importing ``preload`` (module names) in it while this process goes on, so the
     children :func:`spawn` forks later start with them imported. Once per process; later calls do nothing.
-    Where there is no fork server (Windows), children are spawned afresh."""
+    Where there is no fork server (Windows), children are spawned afresh.
+
+    The children's OpenMP and BLAS pools get ``threads`` threads each (:data:`THREAD_VARIABLES` where this
+    process's environment does not set them, as Ray does for its actors): a library imported by the fork server
+    sizes its pool then, and pools of every core's size in every child spin against each other (measured: a
+    Pendulum PPO run took 3.5× as long)."""
     global _context
     if _context is not None:
         return
     _context = multiprocessing.get_context(_start_method())
-    if _context.get_start_method() == "forkserver":
-        _context.set_forkserver_preload(list(preload))
-        from multiprocessing import forkserver
+    if _context.get_start_method() != "forkserver":
+        return
+    _context.set_forkserver_preload(list(preload))
+    from multiprocessing import forkserver
 
+    unset = [name for name in THREAD_VARIABLES if name not in os.environ]
+    os.environ.update({name: str(threads) for name in unset})     # the fork server inherits this environment
+    try:
         forkserver.ensure_running()
+    finally:
+        for name in unset:
+            del os.environ[name]
 
 
 def _send(pipe: multiprocessing.connection.Connection, message: dict[str, Any]) -> None:

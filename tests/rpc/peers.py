@@ -53,6 +53,9 @@ class Echo:
     def pid(self) -> int:
         return os.getpid()
 
+    def environment(self, name: str) -> str | None:
+        return os.environ.get(name)
+
     def node(self) -> str:
         import ray
 

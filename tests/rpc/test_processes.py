@@ -91,6 +91,14 @@ def test_close_ends_the_child():
     assert gone(pid)
 
 
+def test_children_get_one_thread_per_pool_unless_the_user_chose():
+    child = spawn(Echo, 5)
+    with All([child]) as everyone:
+        threads = everyone("environment", "OMP_NUM_THREADS")[0]
+    child.close()
+    assert threads == os.environ.get("OMP_NUM_THREADS", "1")
+
+
 def test_children_ignore_ctrl_c():
     child = spawn(Echo, 4)
     with All([child]) as everyone:
