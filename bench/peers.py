@@ -140,7 +140,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--peers", nargs="+", default=["sb3", "sbx"], choices=["sb3", "sbx"])
+    parser.add_argument("--peers", nargs="*", default=["sb3", "sbx"], choices=["sb3", "sbx"],
+                        help="none: our runs only")
     parser.add_argument("--limit", type=float, default=120.0, help="seconds before a run gives up")
     parser.add_argument("--python", type=Path, default=PEERS_PYTHON, help="the peers' environment's python")
     parser.add_argument("--setup", action="store_true", help="make the peers' environment and stop")
