@@ -15,10 +15,10 @@ from torch.nn import functional
 
 from ...config.sections import DQNSettings
 from ...model.offpolicy import QNetwork
-from .optim import adam, optimizer_step, polyak, set_learning_rate
+from .optim import OwnsAdam, optimizer_step, polyak
 
 
-class DQN:
+class DQN(OwnsAdam):
     """Updates ``model`` from replayed n-step transitions.
 
     Args:
@@ -30,7 +30,6 @@ class DQN:
     def __init__(self, model: QNetwork, settings: DQNSettings, lr: float, grad_clip: float | None) -> None:
         self.model, self.settings, self.grad_clip = model, settings, grad_clip
         self.target = copy.deepcopy(model).requires_grad_(False)
-        self.optimizer = adam(model.parameters(), lr=lr)
         self.lr = lr
         self.updates = 0
 
@@ -60,9 +59,8 @@ class DQN:
             polyak(self.target, self.model, 1.0)
         return (chosen - targets).detach(), {"loss": loss.detach(), "q": chosen.detach().mean()}
 
-    def set_lr(self, lr: float) -> None:
-        self.lr = lr
-        set_learning_rate([self.optimizer], lr)
+    def optimized(self) -> Any:
+        return self.model.parameters()
 
     def state_dict(self) -> dict[str, Any]:
         """The target network, optimizer moments, lr, update count."""

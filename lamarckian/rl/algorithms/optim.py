@@ -2,21 +2,45 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Iterable
 
 import torch
 from torch import nn
 
 
-def adam(parameters: Iterable[Any], lr: float) -> torch.optim.Adam:
+def adam(parameters: Iterable[Any], lr: float, eps: float = 1e-8) -> torch.optim.Adam:
     """Adam over ``parameters`` (tensors, or parameter groups as dicts), fused into one kernel where this torch and
     device have it (on a CPU: ~20× less time per step for small networks than the per-parameter loop), else the
     foreach implementation."""
     parameters = list(parameters)
     try:
-        return torch.optim.Adam(parameters, lr=lr, fused=True)
+        return torch.optim.Adam(parameters, lr=lr, eps=eps, fused=True)
     except (RuntimeError, TypeError):
-        return torch.optim.Adam(parameters, lr=lr)
+        return torch.optim.Adam(parameters, lr=lr, eps=eps)
+
+
+class OwnsAdam:
+    """An update rule's :attr:`optimizer` (Adam over :meth:`optimized`, at :attr:`lr`), built on first use: torch's
+    optimizers import ``torch._dynamo`` (~1.2 s of CPU) when first called, which a run then pays while its actors
+    take their first steps instead of before they start."""
+
+    lr: float
+    adam_eps = 1e-8
+
+    def optimized(self) -> Iterable[Any]:
+        """What the optimizer steps: parameters, or parameter groups as dicts."""
+        raise NotImplementedError
+
+    @functools.cached_property
+    def optimizer(self) -> torch.optim.Adam:
+        return adam(self.optimized(), lr=self.lr, eps=self.adam_eps)
+
+    def set_lr(self, lr: float) -> None:
+        """The learning rate from now on (a schedule may change it at the next update)."""
+        self.lr = lr
+        if "optimizer" in self.__dict__:
+            set_learning_rate([self.optimizer], lr)
 
 
 def optimizer_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, parameters: Iterable[nn.Parameter],

@@ -7,7 +7,6 @@ Shapes: ``T`` steps per segment, ``L`` lanes, ``N = T * L`` samples in a batch.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, Mapping
 
 import numpy as np
@@ -20,7 +19,7 @@ from ...model import ActorCritic
 from ...model.normalizer import RunningNormalizer
 from ..distributed import Ranks, owned_samples
 from ..segment import Segment
-from .optim import set_learning_rate
+from .optim import OwnsAdam
 
 LR_SCHEDULES = ("constant", "linear", "adaptive")
 OBJECTIVES = ("clip", "vtrace")
@@ -237,7 +236,7 @@ def recurrent_sequences(model: ActorCritic, segments: list[Segment], device: tor
             "starts": episode_starts(joined(segments, "dones", device))}
 
 
-class PPO:
+class PPO(OwnsAdam):
     """Owns the optimizer; :meth:`update` takes segments ``[T, L]`` and returns statistics."""
 
     def __init__(self, model: ActorCritic, settings: PPOSettings, seed: int = 0, ranks: Ranks | None = None) -> None:
@@ -249,17 +248,10 @@ class PPO:
         if ranks is not None:
             ranks.sync_parameters(model)
 
-    @functools.cached_property
-    def optimizer(self) -> torch.optim.Adam:
-        """Adam, built on first use: torch's optimizers import ``torch._dynamo`` (~1.2 s of CPU) when first called,
-        which a run then pays while its actors take their first steps instead of before they start."""
-        return torch.optim.Adam(self.model.parameters(), lr=self.lr, eps=1e-5)
+    adam_eps = 1e-5
 
-    def set_lr(self, lr: float) -> None:
-        """The learning rate from now on (a schedule may change it at the next update)."""
-        self.lr = lr
-        if "optimizer" in self.__dict__:
-            set_learning_rate([self.optimizer], lr)
+    def optimized(self) -> Any:
+        return self.model.parameters()
 
     @property
     def max_staleness(self) -> int:

@@ -16,10 +16,10 @@ from torch import nn
 from ...config.sections import SACSettings
 from ...model import ModelSettings
 from ...model.offpolicy import CriticEnsemble, SquashedGaussianPolicy
-from .optim import adam, polyak, set_learning_rate
+from .optim import OwnsAdam, polyak
 
 
-class SAC:
+class SAC(OwnsAdam):
     """Updates ``policy`` and its critics from replayed n-step transitions.
 
     Args:
@@ -38,7 +38,6 @@ class SAC:
         self.log_alpha = torch.tensor(float(np.log(settings.alpha)), device=device, requires_grad=True)
         self.target_entropy = -float(dimensions) if settings.target_entropy is None else settings.target_entropy
         self.groups = [list(policy.parameters()), list(self.critics.parameters()), [self.log_alpha]]
-        self.optimizer = adam([{"params": group} for group in self.groups], lr=lr)   # one fused step for all three
         self.updates = 0
 
     def _targets(self, batch: Mapping[str, torch.Tensor], alpha: torch.Tensor) -> torch.Tensor:
@@ -83,9 +82,8 @@ class SAC:
         self.updates += 1
         return values.detach().mean(0) - targets, stats
 
-    def set_lr(self, lr: float) -> None:
-        self.lr = lr
-        set_learning_rate([self.optimizer], lr)
+    def optimized(self) -> list[dict[str, Any]]:
+        return [{"params": group} for group in self.groups]       # one fused step for all three
 
     def state_dict(self) -> dict[str, Any]:
         """Critics, target critics, the temperature, optimizer moments, lr, update count."""
