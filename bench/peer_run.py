@@ -2,8 +2,8 @@
 
 Reads one JSON argument: ``library`` (sb3 | sbx), ``algorithm`` (PPO | SAC | DQN), ``env``, ``hyper`` (the
 rl-baselines3-zoo values; ``"lin_<x>"`` is a linear schedule from x to 0, ``normalize`` wraps the environments in
-VecNormalize as the zoo does), ``seed``, ``threshold``, ``eval_steps``, ``episodes``, ``limit`` (seconds).
-Trains until a deterministic evaluation of ``episodes`` episodes, every ``eval_steps`` env steps, reaches
+VecNormalize as the zoo does), ``seed``, ``threshold``, ``eval_steps``, ``timesteps`` (the zoo's ``n_timesteps``: the budget, over which
+exploration and learning rates are scheduled), ``episodes``, ``limit`` (seconds). Trains until a deterministic evaluation of ``episodes`` episodes, every ``eval_steps`` env steps, reaches
 ``threshold``, or ``limit`` seconds pass since the process started; prints one JSON line: ``reached`` (seconds
 from process start, the interpreter's own start included, to the end of that evaluation; null if not reached),
 ``steps``, ``learn`` (seconds from process start to ``learn()``), ``curve`` ([env steps, mean return]).
@@ -80,7 +80,7 @@ def main() -> None:
                     return False
             return time.time() - START < job["limit"]
 
-    model.learn(total_timesteps=10**9, callback=Watch())
+    model.learn(total_timesteps=job["timesteps"], callback=Watch())
     print(json.dumps({"reached": reached[0] if reached else None, "steps": curve[-1][0] if reached else None,
                       "learn": learn, "curve": curve}))
 

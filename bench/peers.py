@@ -8,8 +8,9 @@ ratio of ours to the fastest peer.
 - ours: what a user types, ``train.py -c mdp/gym.yml mdp/gym/<task>.yml rl/<algorithm>.yml`` with the shipped
   values, evaluating every second (``evaluator.interval=1``); the moment is ``--profile``'s "training ends" (the
   stop rule held at that evaluation);
-- stable-baselines3 2.9.2 and sbx 0.28 (SB3 in JAX) with rl-baselines3-zoo's tuned values, evaluating every
-  ``eval_steps`` env steps (bench/peer_run.py). They are installed for this benchmark only, in their own virtual
+- stable-baselines3 2.9.2 and sbx 0.28 (SB3 in JAX) with rl-baselines3-zoo's tuned values and budget
+  (``n_timesteps``: their exploration and learning-rate schedules run over it), evaluating every ``eval_steps``
+  env steps (bench/peer_run.py). They are installed for this benchmark only, in their own virtual
   environment: ``python bench/peers.py --setup`` makes it (it sees this environment's packages: torch, JAX,
   gymnasium) at ``--python``'s folder.
 
@@ -53,29 +54,30 @@ class Row:
     algorithm: str                   # the peers' class
     zoo: dict[str, Any]              # rl-baselines3-zoo's values for the peers
     eval_steps: int                  # the peers evaluate every this many env steps
+    timesteps: int                   # the zoo's n_timesteps: the peers' budget, over which their schedules run
 
 
 ROWS = {
     "cartpole-ppo": Row("CartPole-v1 PPO to 475", "CartPole-v1", ("mdp/gym/cartpole.yml", "rl/ppo.yml"), 475.0, "PPO",
                         dict(n_envs=8, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20,
-                             ent_coef=0.0, learning_rate="lin_0.001", clip_range="lin_0.2"), 1000),
+                             ent_coef=0.0, learning_rate="lin_0.001", clip_range="lin_0.2"), 1000, 100_000),
     "pendulum-ppo": Row("Pendulum-v1 PPO to -200", "Pendulum-v1", ("mdp/gym/pendulum.yml", "rl/ppo.yml"), -200.0,
                         "PPO", dict(n_envs=4, n_steps=1024, gae_lambda=0.95, gamma=0.9, n_epochs=10, ent_coef=0.0,
-                                    learning_rate=1e-3, clip_range=0.2, use_sde=True, sde_sample_freq=4), 4096),
+                                    learning_rate=1e-3, clip_range=0.2, use_sde=True, sde_sample_freq=4), 4096, 100_000),
     "pendulum-sac": Row("Pendulum-v1 SAC to -200", "Pendulum-v1", ("mdp/gym/pendulum.yml", "rl/sac.yml"), -200.0,
-                        "SAC", dict(learning_rate=1e-3), 1000),
+                        "SAC", dict(learning_rate=1e-3), 1000, 20_000),
     "cartpole-dqn": Row("CartPole-v1 DQN to 475", "CartPole-v1", ("mdp/gym/cartpole.yml", "rl/dqn.yml"), 475.0, "DQN",
                         dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100000, learning_starts=1000,
                              gamma=0.99, target_update_interval=10, train_freq=256, gradient_steps=128,
                              exploration_fraction=0.16, exploration_final_eps=0.04,
-                             policy_kwargs=dict(net_arch=[256, 256])), 1000),
+                             policy_kwargs=dict(net_arch=[256, 256])), 1000, 50_000),
     "acrobot-ppo": Row("Acrobot-v1 PPO to -100", "Acrobot-v1", ("mdp/gym/acrobot.yml", "rl/ppo.yml"), -100.0, "PPO",
                        dict(n_envs=16, n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4, ent_coef=0.0,
-                            normalize=True), 4096),
+                            normalize=True), 4096, 1_000_000),
     "acrobot-dqn": Row("Acrobot-v1 DQN to -100", "Acrobot-v1", ("mdp/gym/acrobot.yml", "rl/dqn.yml"), -100.0, "DQN",
                        dict(learning_rate=6.3e-4, batch_size=128, buffer_size=50000, learning_starts=0, gamma=0.99,
                             target_update_interval=250, train_freq=4, gradient_steps=-1, exploration_fraction=0.12,
-                            exploration_final_eps=0.1, policy_kwargs=dict(net_arch=[256, 256])), 1000),
+                            exploration_final_eps=0.1, policy_kwargs=dict(net_arch=[256, 256])), 1000, 100_000),
 }
 
 
@@ -105,7 +107,8 @@ def run_peer(python: Path, library: str, row: Row, seed: int, limit: float) -> d
     """One run of ``library`` in the peers' environment (bench/peer_run.py), as :func:`run_ours`."""
     hyper = {k: v for k, v in row.zoo.items() if not (library == "sbx" and k in SBX_UNSUPPORTED)}
     job = {"library": library, "algorithm": row.algorithm, "env": row.env, "hyper": hyper, "seed": seed,
-           "threshold": row.threshold, "eval_steps": row.eval_steps, "episodes": EPISODES, "limit": limit}
+           "threshold": row.threshold, "eval_steps": row.eval_steps, "timesteps": row.timesteps, "episodes": EPISODES,
+           "limit": limit}
     completed = subprocess.run([str(python), str(REPOSITORY / "bench" / "peer_run.py"), json.dumps(job)],
                                capture_output=True, text=True)
     if completed.returncode != 0:
