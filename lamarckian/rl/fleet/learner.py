@@ -257,8 +257,10 @@ class Learner(Trainer):
         dead or hung one)."""
         if self.local:
             actor.close()
+        elif isinstance(actor, processes.ProcessActor) and graceful:
+            actor.close()
         elif isinstance(actor, processes.ProcessActor):
-            actor.close() if graceful else actor.kill()
+            actor.kill()
         else:
             import ray
 
