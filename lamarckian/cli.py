@@ -4,6 +4,7 @@ arguments, process-wide settings, the run directory and starting Ray."""
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import math
 import shutil
@@ -96,19 +97,35 @@ def prepare_run(root: Path, config: dict[str, Any], delete_checkpoints: bool, de
     (root / "config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)    # what a full disk (or quota) raises
+EXIT_DISK_FULL = 1
+
+
 def run_job(run: Callable[[], Any], save: Callable[[], Any] | None, close: Callable[[], None], saved: str) -> int:
     """Run the job to its end: Ctrl-C saves it (``save``; None: ``run`` saves on its own, as the training loop
-    does) and exits with code 130; the job and a Ray this program started are always closed. The exit code."""
+    does) and exits with code 130; a full disk stops it with one line and code :data:`EXIT_DISK_FULL` (checkpoints
+    are written whole or not at all, so the newest on disk is intact); the job and a Ray this program started are
+    always closed. The exit code."""
     try:
-        run()
-    except KeyboardInterrupt:
-        if save is not None:
-            save()
-            print(f"interrupted; {saved} saved", file=sys.stderr)
-        return 130
-    finally:
-        close()
-        ray = sys.modules.get("ray")  # never imported by the runs that do without it
-        if ray is not None and ray.is_initialized():
-            ray.shutdown()
+        try:
+            run()
+        except KeyboardInterrupt:
+            if save is not None:
+                save()
+                print(f"interrupted; {saved} saved", file=sys.stderr)
+            return 130
+        finally:
+            try:
+                close()
+            finally:
+                ray = sys.modules.get("ray")  # never imported by the runs that do without it
+                if ray is not None and ray.is_initialized():
+                    ray.shutdown()
+    except OSError as error:
+        if error.errno not in DISK_FULL:
+            raise
+        print(f"{Path(sys.argv[0]).name}: error: the disk is full ({error.filename or error.strerror}); the run "
+              f"stopped and its newest {saved} on disk is intact: free space and run the same command to resume",
+              file=sys.stderr)
+        return EXIT_DISK_FULL
     return 0

@@ -15,7 +15,7 @@ from typing import Any, Iterator, Mapping
 from .. import rpc
 from ..config import Expression
 from ..config.sections import EvaluatorSettings, RaySettings, RunSettings, SampleSettings
-from ..record import Checkpoints, Progress, format_number
+from ..record import Checkpoints, Progress, StatusFile, format_number
 from .base import Algorithm
 from .individual import Individual
 from .nsga_ii import NSGA2, NSGA2Settings
@@ -74,6 +74,7 @@ class Evolution:
         self.checkpoints = Checkpoints(run / "population", checkpoint.keep) if run else None
         self.checkpoint_interval = checkpoint.interval
         self.lineage = Lineage(run / "lineage.jsonl") if run else None
+        self.status_file = StatusFile(run)
         self.boards = Boards(None)
         self.progress = Progress(False)
         self.elapsed = 0.0
@@ -146,16 +147,17 @@ class Evolution:
     def start(self) -> None:
         if self.in_process:
             return
+        settings = rpc.RpcSettings.from_config(self.config)
         self.learners = [self._spawn() for _ in range(self.learner_count)]
-        self.someone = rpc.Any(self.learners, settings=rpc.RpcSettings.from_config(self.config))
+        self.someone = rpc.connect_replacing(self.learners, lambda learners: rpc.Any(learners, settings=settings),
+                                             self._spawn, self._kill)
 
     def _replace(self, error: rpc.ActorDiedError, individuals: list[Individual]) -> None:
         """Swap a dead learner for a new one; its individuals are trained again from their stored state."""
         dead = self.someone.handle(error.actor)
         self.someone.remove(error.actor)
         self._kill(dead)
-        replacement = self._spawn()
-        self.someone.add(replacement)
+        replacement = rpc.join_new(self._spawn, self.someone.add, self._kill)
         self.learners = [replacement if learner is dead else learner for learner in self.learners]
         for individual in individuals:
             self.algorithm.retry(individual)
@@ -278,6 +280,8 @@ class Evolution:
             self.rate = (self.cost - self._window[1]) / (time.monotonic() - self._window[0])
             self._window = (time.monotonic(), self.cost)
         self._show()
+        self.status_file.write({"trained": self.trained, "cost": self.cost, "replaced": self.replaced,
+                                "elapsed": self.clock()})
         if time.monotonic() - self._last_save >= self.checkpoint_interval:
             self.save()
             self._last_save = time.monotonic()

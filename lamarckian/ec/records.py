@@ -23,19 +23,19 @@ import torch
 
 from ..record import Scalars, atomic_write
 from ..record.checkpoint import CHECKPOINT_FORMAT
+from ..record.table import append_text
 from .individual import Individual
 
 
 class Lineage:
-    """Appends rows to ``lineage.jsonl`` (flushed per row: a killed run loses nothing written)."""
+    """Appends rows to ``lineage.jsonl`` (whole rows, each written at once: a killed run loses nothing written)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(self, row: Mapping[str, Any]) -> None:
-        with self.path.open("a", encoding="utf-8") as stream:
-            stream.write(json.dumps(row, sort_keys=True) + "\n")
+        append_text(self.path, json.dumps(row, sort_keys=True) + "\n")
 
     def read(self) -> list[dict[str, Any]]:
         if not self.path.exists():

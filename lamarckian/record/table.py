@@ -1,10 +1,31 @@
-"""An append-only CSV of rows (evaluations), flushed after each row so a killed run keeps what it wrote."""
+"""An append-only CSV of rows (evaluations), written row by row so a killed run keeps what it wrote, and never a
+half row: a write that fails (a full disk) is undone."""
 
 from __future__ import annotations
 
 import csv
+import io
+import os
 from pathlib import Path
 from typing import Mapping
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append ``text`` to ``path`` (created if missing) whole or not at all: if the write fails (a full disk), the
+    file is cut back to its old length and the error raised."""
+    data = text.encode("utf-8")
+    handle = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(handle).st_size
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(handle, data[written:])
+        except OSError:
+            os.ftruncate(handle, size)
+            raise
+    finally:
+        os.close(handle)
 
 
 class CsvLog:
@@ -22,11 +43,12 @@ class CsvLog:
         if new:
             self.columns = list(row)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", newline="") as stream:
-            writer = csv.DictWriter(stream, self.columns, extrasaction="ignore")
-            if new:
-                writer.writeheader()
-            writer.writerow(row)
+        stream = io.StringIO(newline="")
+        writer = csv.DictWriter(stream, self.columns, extrasaction="ignore")
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+        append_text(self.path, stream.getvalue())
 
 
 def read_rows(path: Path) -> list[dict[str, float]]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Mapping
 
 from ..config.sections import CheckpointSettings
-from ..record import Checkpoints, CsvLog, Progress, Scalars, format_number, plain
+from ..record import Checkpoints, CsvLog, Progress, Scalars, StatusFile, format_number, plain
 from ..record.checkpoint import CHECKPOINT_FORMAT, process_rng_state, restore_process_rng, upgrade_checkpoint
 from ..record.wandb import WandbScalars
 from ..timeline import TIMELINE
@@ -120,6 +120,7 @@ class TrainingLoop:
         self.evaluations = CsvLog(root / "evaluations.csv") if root is not None else None
         self.checkpoint_interval = checkpoint.interval
         self.writes = trainer.main                   # a data-parallel rank other than 0 only reads (resume)
+        self.status_file = StatusFile(root if self.writes else None)
         self.wandb = WandbScalars(settings.wandb if self.writes else None, root, trainer.config)
         self.progress = Progress(False)
 
@@ -223,6 +224,7 @@ class TrainingLoop:
             wandb.write(trainer.cost, iteration_scalars)
             fields = self._fields(stats)
             self.progress.update(fields)
+            self.status_file.write({"iteration": trainer.iteration, "cost": trainer.cost, "elapsed": trainer.elapsed})
             evaluated = self.writes and trainer.evaluator.due() and self._evaluate(fields, scalars, wandb)
             if trainer.agree(self._should_stop(stop)):
                 if self.writes and not evaluated and trainer.evaluator.episodes > 0:

@@ -134,18 +134,18 @@ class Link:
         timeout, what = self.settings.timeout, "the start handshake"
         legacy = [connection for connection in connections if not connection.handshakes]
         if legacy:
-            self.wait(self.request(legacy, Kind.PING), timeout, what)
+            self.wait(self.request(legacy, Kind.PING), timeout, what, late_is_dead=True)
         modern = [connection for connection in connections if connection.handshakes]
         if not modern:
             return
         nonce = handshake_nonce()
-        challenges = self.wait(self.request(modern, Kind.HELLO, nonce), timeout, what)
+        challenges = self.wait(self.request(modern, Kind.HELLO, nonce), timeout, what, late_is_dead=True)
         request_id = self.next_id()
         for connection in modern:
             proof = connection.answer_challenge(self.secret, nonce, challenges[connection])
             self.send(connection, self.wire.pack(Kind.PROOF, request_id, proof, sealed=False))
         self._expect(request_id, modern)
-        self.wait(request_id, timeout, what)
+        self.wait(request_id, timeout, what, late_is_dead=True)
 
     def attach(self, connection: Connection, member: bool = True) -> Connection:
         """Start polling ``connection``: an actor's (``member``) or a relay's."""
@@ -291,17 +291,24 @@ class Link:
             self.forget(request_id)
             raise
 
-    def wait(self, request_id: int, timeout: float | None = None, what: str = "a call") -> dict[Connection, Message]:
-        """Block until every peer of ``request_id`` replied; returns their messages (and forgets the id)."""
+    def wait(self, request_id: int, timeout: float | None = None, what: str = "a call",
+             late_is_dead: bool = False) -> dict[Connection, Message]:
+        """Block until every peer of ``request_id`` replied; returns their messages (and forgets the id). No
+        answer within ``timeout`` s raises :class:`RPCError`, or with ``late_is_dead`` :class:`ActorDiedError`
+        naming the first peer that did not answer (a start handshake: a peer that stays silent for
+        ``rpc.timeout`` is dead by definition)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self.done(request_id):
             self.check_alive(request_id)
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
-                late = ", ".join(c.name for c in self._awaiting[request_id])
+                late = [c for c in self.connections if c in self._awaiting[request_id]]
                 self.forget(request_id)
-                raise RPCError(f"no answer to {what} from {late} within {timeout}s "
-                               "(wrong secret, another protocol version, or a firewall?)")
+                message = (f"no answer to {what} from {', '.join(c.name for c in late)} within {timeout}s "
+                           "(wrong secret, another protocol version, or a firewall?)")
+                if late_is_dead and late:
+                    raise ActorDiedError(late[0].name, self.index(late[0]), message)
+                raise RPCError(message)
             self._receive_for(request_id, None if remaining is None else max(1, int(remaining * 1000)))
         self._relays.finish(request_id)
         if self._awaiting.pop(request_id, None) is None:

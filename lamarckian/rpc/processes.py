@@ -8,12 +8,14 @@ child answers with its ZeroMQ endpoint) and then talk to the object over the usu
 Children are forked from a *warm* fork server (:func:`warm_up`, Python's ``forkserver`` with the heavy modules
 imported once), so a child starts in milliseconds instead of re-importing torch. The pipe between this process and
 a child carries only the serve request, the endpoint and errors, as msgpack (nothing is unpickled from a child);
-the child ignores Ctrl-C (its parent shuts it down) and exits when the pipe closes, so a parent that dies, even by
-SIGKILL, leaves no child behind.
+the child ignores Ctrl-C (its parent shuts it down) and exits at once when the pipe closes, so a parent that dies,
+even by SIGKILL, leaves no child behind (its object's ``close`` runs only when the parent asks: after a crash a
+call may still be running in the child). A child shows as ``lam:NAME`` in ps and top.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -27,6 +29,7 @@ from .auth import adopt_secret
 from .errors import ActorDiedError
 
 CLOSE_SECONDS = 5.0    # how long a child may take to close before it is killed
+PR_SET_NAME = 15        # prctl option: this thread's name, /proc/PID/comm
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")   # thread pools' sizes
 
 _context: multiprocessing.context.BaseContext | None = None
@@ -74,9 +77,20 @@ def _receive(pipe: multiprocessing.connection.Connection) -> dict[str, Any]:
     return message
 
 
-def _serve(factory: Callable[..., Any], args: tuple, kwargs: dict, pipe: multiprocessing.connection.Connection) -> None:
+def _name_process(name: str) -> None:
+    """Show the child as ``lam:NAME`` in ps and top (Linux: the first 15 bytes; elsewhere nothing)."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.prctl(PR_SET_NAME, f"lam:{name}".encode()[:15], 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _serve(factory: Callable[..., Any], args: tuple, kwargs: dict, pipe: multiprocessing.connection.Connection,
+           name: str) -> None:
     """The child: build the object, then answer the parent's requests until it says close or goes away."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)       # Ctrl-C reaches the parent, which closes its children
+    _name_process(name)
     try:
         target = factory(*args, **kwargs)
     except BaseException as error:  # noqa: BLE001 - every failure goes back to the parent, named
@@ -86,8 +100,8 @@ def _serve(factory: Callable[..., Any], args: tuple, kwargs: dict, pipe: multipr
     while True:
         try:
             request = _receive(pipe)
-        except (EOFError, OSError):                    # the parent closed the pipe or died
-            break
+        except (EOFError, OSError):    # the parent died: its calls may still run here, so no close(); exit now
+            os._exit(0)
         if request.get("op") == "start":
             adopt_secret(request["secret"])            # the object's own callers join the parent's run
             try:
@@ -114,7 +128,7 @@ class ProcessActor:
         assert _context is not None
         self.name = name
         self.pipe, child_end = _context.Pipe()
-        self.process = _context.Process(target=_serve, args=(factory, args, kwargs, child_end), name=name, daemon=True)
+        self.process = _context.Process(target=_serve, args=(factory, args, kwargs, child_end, name), name=name, daemon=True)
         self.process.start()
         child_end.close()
 

@@ -204,7 +204,8 @@ class Learner(Trainer):
             return
         settings = rpc.RpcSettings.from_config(self.config)
         self.actors = [self._spawn() for _ in range(self.sample.actors)]
-        self.everyone = rpc.All(self.actors, settings=settings)
+        self.everyone = rpc.connect_replacing(self.actors, lambda actors: rpc.All(actors, settings=settings),
+                                              self._spawn, self._discard)
         self.gather = rpc.Gather(self.everyone, credits=self.sample.credits)
         TIMELINE.mark("actors started and connected")
 
@@ -238,9 +239,7 @@ class Learner(Trainer):
         dead = self.actors.pop(error.index)
         self.gather.remove(dead)
         self._kill(dead, graceful=False)
-        replacement = self._spawn()
-        self.actors.append(replacement)
-        self.gather.add(replacement)
+        self.actors.append(rpc.join_new(self._spawn, self.gather.add, self._discard))
         self.replaced += 1
         self.progress.print(f"actor died ({error.actor}); replaced it ({self.replaced} so far)")
 
@@ -251,6 +250,10 @@ class Learner(Trainer):
                 return action()
             except rpc.ActorDiedError as error:
                 self._replace(error)
+
+    def _discard(self, actor: Any) -> None:
+        """End an actor that died while starting (whatever is left of it)."""
+        self._kill(actor, graceful=False)
 
     def _kill(self, actor: Any, graceful: bool = True) -> None:
         """End ``actor``: ``graceful`` lets it close its environments first (the end of a run), else at once (a

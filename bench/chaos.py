@@ -1,0 +1,159 @@
+"""Faults on purpose: a job runs while processes, nodes, disks and links fail on a timetable; what it survived and
+what it lost is printed and written (docs/reliability.md).
+
+    python bench/chaos.py --scenarios train --minutes 30 --baseline     # a soak: Pong self-play, 30 min, beside
+                                                                         # the same run without faults
+    python bench/chaos.py --minutes 5                                    # every scenario, 5 minutes in all (CI)
+
+Scenarios (intervals are the soak's; shorter runs scale them down with the minutes, no faster than the first):
+  train   train.py Pong self-play: an actor SIGKILLed every 20 s, one hung (SIGSTOP past rpc.timeout) every 5 min,
+          the driver SIGKILLed and the same command restarted every 10 min (it must resume)
+  evolve  evolve.py PBT, 8 individuals, on a local 3-raylet ray.cluster_utils.Cluster: a worker node removed and
+          re-added every 5 min, a learner SIGKILLed every 2 min, the driver killed and restarted once, the run's
+          disk (a tmpfs) filled once, then freed and the run restarted
+  relay   the remote relay with 3 workers and a trainer: the server killed and restarted every 5 min, a worker
+          killed every minute (restarted 5 s later), the workers' link stalled through a loopback proxy every 5 min
+
+Every process a job starts carries LAMARCKIAN_CHAOS_RUN; this harness is their subreaper, so processes that
+outlive their parents are found (orphans) and none may be left at the end. Linux only; the full disk needs root.
+The exit code is 0 only when every check held.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+ROLLBACK_MARGIN = 1.25     # a restart may lose one checkpoint interval of env steps (x the rate's noise)
+sys.path.insert(0, str(REPOSITORY))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from chaoslib import procs, report  # noqa: E402
+from chaoslib.scenarios import SCENARIOS, Scenario  # noqa: E402
+from chaoslib.schedule import Log, Watch  # noqa: E402
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=list(SCENARIOS))
+    parser.add_argument("--minutes", type=float, default=5.0, help="in all, split evenly over the scenarios")
+    parser.add_argument("--out", type=Path, help="where the runs and logs go (default: a new folder in /tmp)")
+    parser.add_argument("--baseline", action="store_true",
+                        help="also run each scenario without faults, at the same time (the result to compare)")
+    parser.add_argument("--no-faults", action="store_true", help=argparse.SUPPRESS)   # the baseline's own process
+    parser.add_argument("--seed", type=int, default=0, help="which targets the faults pick")
+    return parser.parse_args(argv)
+
+
+def run_scenario(scenario: Scenario, seconds: float, faults: bool) -> dict[str, Any]:
+    """Start it, inject its faults (or none) for ``seconds``, stop it; the measurements and checks."""
+    watch = Watch(scenario.folder, scenario.run_id, scenario.status, scenario.own_pids)
+    scenario.watch = watch
+    started = time.monotonic()
+    scenario.start()
+    watch.event("started", seconds=round(time.monotonic() - started, 1))
+    try:
+        watch.run(scenario.faults(seconds) if faults else [], seconds, between=scenario.upkeep)
+        watch.event("stopping")
+        result = scenario.stop()
+    finally:
+        scenario.close()
+    time.sleep(3.0)
+    procs.reap(scenario.own_pids())
+    leftover = procs.marked(scenario.run_id)
+    return {**result, "seconds": round(watch.now(), 1),
+            "leftover": [f"{p.pid} {p.state} {p.cmdline[:80]}" for p in leftover],
+            "zombies": sum(p.state == "Z" for p in leftover)}
+
+
+def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[str, Any], list[str]]:
+    """The figures of one scenario's run (and its baseline's) and the checks that failed."""
+    events, samples = Log(folder / "events.jsonl").read(), Log(folder / "samples.jsonl").read()
+    result = json.loads((folder / "result.json").read_text())
+    curve, series = report.progress(samples), report.memory(samples)
+    warm_up = min(300.0, result["seconds"] / 3)
+    kinds = sorted({e["kind"] for e in events if e["kind"] not in ("started", "stopping") and "hit" in e})
+    rate = report.undisturbed_rate(samples, [e["t"] for e in events if e["kind"] in kinds], warm_up=30.0)
+    lost = report.time_lost(events, curve, rate, result["seconds"], kinds) if rate == rate and rate > 0 else {}
+    figures: dict[str, Any] = {
+        "scenario": scenario, "seconds": result["seconds"], "rate": rate,
+        "faults": {k: {"injected": sum(e["kind"] == k and e.get("hit", False) for e in events),
+                       "skipped": sum(e["kind"] == k and not e.get("hit", False) for e in events),
+                       "time_lost": report.spread(lost.get(k, []))} for k in kinds},
+        "steps_lost": result.get("steps_lost", []), "result": result.get("result"),
+        "rss_slope_mb_per_hour": report.slope_per_hour(series, 1, warm_up),
+        "fd_slope_per_hour": report.slope_per_hour(series, 2, warm_up),
+        "leftover": result["leftover"], "zombies": result["zombies"],
+        "restarts": result.get("restarts", {}), "unexpected_exits": result.get("unexpected_exits", []),
+        "individuals_lost": result.get("individuals_lost"), "checks": result.get("checks", {}),
+    }
+    if baseline is not None and (baseline / "result.json").exists():
+        figures["baseline_result"] = json.loads((baseline / "result.json").read_text()).get("result")
+    rolled_back = max(result.get("steps_lost") or [0.0]) / (result["checkpoint_interval"] * rate)
+    figures["steps_lost_in_checkpoint_intervals"] = round(rolled_back, 2)
+    failed = [name for name, ok in result.get("checks", {}).items() if not ok]
+    if rolled_back > ROLLBACK_MARGIN:
+        failed.append(f"a restart rolled back {rolled_back:.2f} checkpoint intervals of env steps")
+    if result["leftover"]:
+        failed.append(f"{len(result['leftover'])} processes left after the end")
+    if result.get("unexpected_exits"):
+        failed.append(f"the job exited by itself: {result['unexpected_exits']}")
+    return figures, failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_arguments(argv)
+    out = args.out or Path(f"/tmp/chaos-{time.strftime('%Y%m%d-%H%M%S')}")
+    out.mkdir(parents=True, exist_ok=True)
+    seconds = args.minutes * 60.0 / len(args.scenarios)
+    procs.become_subreaper()
+    twin = None
+    if args.baseline:
+        twin = subprocess.Popen([sys.executable, __file__, "--no-faults", "--minutes", str(args.minutes),
+                                 "--out", str(out / "baseline"), "--seed", str(args.seed), "--scenarios",
+                                 *args.scenarios], stdout=open(out / "baseline.log", "ab"), stderr=subprocess.STDOUT)
+    rng = random.Random(args.seed)
+    failures: list[str] = []
+    for name in args.scenarios:
+        run_id = f"{name}-{uuid.uuid4().hex[:8]}"
+        os.environ[procs.MARKER] = run_id                      # what this harness starts (a Ray cluster) too
+        scenario = SCENARIOS[name](out / name, run_id, rng, seconds)
+        print(f"chaos: {name} for {seconds / 60:.1f} min{' without faults' if args.no_faults else ''}, in "
+              f"{out / name}", file=sys.stderr, flush=True)
+        result = run_scenario(scenario, seconds, not args.no_faults)
+        (out / name / "result.json").write_text(json.dumps(result, indent=1))
+        del os.environ[procs.MARKER]
+    if twin is not None:
+        twin.wait()
+    if args.no_faults:
+        return 0
+    lines = []
+    for name in args.scenarios:
+        baseline = out / "baseline" / name if args.baseline else None
+        figures, failed = summarize(name, out / name, baseline)
+        (out / name / "figures.json").write_text(json.dumps(figures, indent=1))
+        series = {"with faults": report.memory(Log(out / name / "samples.jsonl").read())}
+        if baseline is not None:
+            series["without faults"] = report.memory(Log(baseline / "samples.jsonl").read())
+        report.plot_memory(series, out / name / "memory.png", f"{name}: memory and open files")
+        lines.append(json.dumps(figures))
+        failures += [f"{name}: {line}" for line in failed]
+    print("\n".join(lines))
+    for line in failures:
+        print(f"FAILED {line}", file=sys.stderr)
+    print(f"chaos: {'every check held' if not failures else f'{len(failures)} checks failed'}; runs and logs in "
+          f"{out}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""What a chaos run cost, from its logs: time lost per fault, env steps lost to restarts, memory and open files
+over time (the slope after warm-up), and the tables and plot of docs/reliability.md."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+
+def progress(samples: Sequence[dict[str, Any]]) -> np.ndarray:
+    """``(t, cost)`` rows (s since the start, env steps) from the status samples, in time order."""
+    rows = [(s["t"], s["cost"]) for s in samples if s.get("cost") is not None]
+    return np.asarray(sorted(rows), dtype=np.float64).reshape(-1, 2)
+
+
+def cost_at(curve: np.ndarray, t: float) -> float:
+    """The job's env-step count last reported at or before ``t`` (0 before the first report)."""
+    index = np.searchsorted(curve[:, 0], t, side="right") - 1
+    return float(curve[index, 1]) if index >= 0 else 0.0
+
+
+def undisturbed_rate(samples: Sequence[dict[str, Any]], faults: Sequence[float], warm_up: float,
+                     window: float = 8.0) -> float:
+    """Env steps per second of the job between faults: the median over ``window``-second stretches of one
+    process's reports (no restart inside) after ``warm_up`` s that hold no fault time of ``faults``; nan if none."""
+    rows = [(s["t"], s["cost"], s["pid"]) for s in samples if s.get("cost") is not None and s["t"] >= warm_up]
+    rates = []
+    start = 0
+    for end in range(len(rows)):
+        while rows[start][2] != rows[end][2] or rows[end][0] - rows[start][0] > window:
+            start += 1
+        t0, t1 = rows[start][0], rows[end][0]
+        if t1 - t0 >= window * 0.75 and not any(t0 - 2.0 <= f <= t1 for f in faults):
+            rates.append((rows[end][1] - rows[start][1]) / (t1 - t0))
+    return float(statistics.median(rates)) if rates else float("nan")
+
+
+def time_lost(events: Sequence[dict[str, Any]], curve: np.ndarray, rate: float, end: float,
+              kinds: Sequence[str]) -> dict[str, list[float]]:
+    """Seconds each fault of ``kinds`` cost: from the fault to the next one (or ``end``), the env steps the job
+    should have made at ``rate`` less those it made (a restart's rolled-back steps count as lost), over ``rate``;
+    at least 0. Keyed by kind."""
+    faults = [e for e in events if e["kind"] in kinds and e.get("hit", True)]
+    lost: dict[str, list[float]] = {kind: [] for kind in kinds}
+    for index, fault in enumerate(faults):
+        until = faults[index + 1]["t"] if index + 1 < len(faults) else end
+        made = cost_at(curve, until) - cost_at(curve, fault["t"])
+        lost[fault["kind"]].append(max(0.0, (rate * (until - fault["t"]) - made) / rate))
+    return lost
+
+
+def memory(samples: Sequence[dict[str, Any]]) -> np.ndarray:
+    """``(t, rss MiB, open fds, processes)`` rows of the memory samples."""
+    rows = [(s["t"], s["rss_mb"], s["fds"], s["processes"]) for s in samples if "rss_mb" in s]
+    return np.asarray(rows, dtype=np.float64).reshape(-1, 4)
+
+
+def slope_per_hour(series: np.ndarray, column: int, warm_up: float) -> float:
+    """The least-squares slope of ``column`` after ``warm_up`` seconds, per hour (MiB/h for memory)."""
+    late = series[series[:, 0] >= warm_up]
+    if len(late) < 3:
+        return float("nan")
+    return float(np.polyfit(late[:, 0] / 3600.0, late[:, column], 1)[0])
+
+
+def spread(values: Sequence[float]) -> str:
+    """'median (max)' of seconds, or '-'."""
+    if not values:
+        return "-"
+    return f"{statistics.median(values):.1f} ({max(values):.1f})"
+
+
+def plot_memory(runs: dict[str, np.ndarray], path: Path, title: str) -> None:
+    """Resident memory and open files of every run over time, one line each."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for label, series in runs.items():
+        if len(series):
+            top.plot(series[:, 0] / 60.0, series[:, 1], label=label)
+            bottom.plot(series[:, 0] / 60.0, series[:, 2], label=label)
+    top.set_ylabel("resident memory, all processes (MiB)")
+    bottom.set_ylabel("open file descriptors")
+    bottom.set_xlabel("minutes")
+    top.set_title(title)
+    top.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

@@ -1,0 +1,98 @@
+"""Faults on a timetable against a running job, every one logged (``events.jsonl``: seconds since the start, what,
+the target), while the job is watched (``samples.jsonl``: its progress from ``status.json``, and every
+``memory_period`` s the resident memory and open files of all its processes)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from . import procs
+
+
+@dataclasses.dataclass
+class Fault:
+    """``inject()`` every ``every`` seconds, the first time at ``first`` (default: ``every``). ``inject`` returns
+    what it hit, or None where it found no target then (logged as skipped)."""
+
+    kind: str
+    every: float
+    inject: Callable[[], dict[str, Any] | None]
+    first: float | None = None
+
+
+class Log:
+    """Append-only JSON lines."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self, row: dict[str, Any]) -> None:
+        with open(self.path, "a", encoding="utf-8") as stream:
+            stream.write(json.dumps(row) + "\n")
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+class Watch:
+    """What the harness sees of a job while faults fall on it.
+
+    Args:
+        folder: where ``events.jsonl`` and ``samples.jsonl`` go.
+        run_id: the chaos run's id (its processes carry it, :func:`procs.marked`).
+        status: a function returning the job's current ``status.json`` (or None).
+        own: a function returning the pids of the harness's own children (not orphans).
+        memory_period: seconds between memory samples.
+    """
+
+    def __init__(self, folder: Path, run_id: str, status: Callable[[], dict | None],
+                 own: Callable[[], list[int]], memory_period: float = 10.0) -> None:
+        self.events, self.samples = Log(folder / "events.jsonl"), Log(folder / "samples.jsonl")
+        self.run_id, self.status, self.own = run_id, status, own
+        self.memory_period = memory_period
+        self.start = time.monotonic()
+        self.last_memory = -float("inf")
+        self.last_status: tuple[float, float] | None = None     # (status time, cost) last recorded
+
+    def now(self) -> float:
+        return time.monotonic() - self.start
+
+    def event(self, kind: str, **details: Any) -> None:
+        self.events.write({"t": round(self.now(), 3), "kind": kind, **details})
+
+    def observe(self) -> None:
+        """Record new progress, and memory when due; collect re-parented orphans that exited."""
+        status = self.status()
+        if status is not None and (status.get("time"), status.get("cost")) != self.last_status:
+            self.last_status = (status.get("time"), status.get("cost"))
+            self.samples.write({"t": round(self.now(), 3), "cost": status.get("cost"), "pid": status.get("pid"),
+                                **{k: status[k] for k in ("trained", "iteration") if k in status}})
+        if self.now() - self.last_memory >= self.memory_period:
+            self.last_memory = self.now()
+            found = procs.marked(self.run_id)
+            self.samples.write({"t": round(self.now(), 3), "rss_mb": round(sum(p.rss for p in found) / 2**20, 1),
+                                "fds": sum(p.fds for p in found), "processes": len(found)})
+        procs.reap(self.own())
+
+    def run(self, faults: list[Fault], seconds: float, period: float = 0.5,
+            between: Callable[[], None] | None = None) -> None:
+        """Inject ``faults`` on their timetable for ``seconds``, observing every ``period`` s and calling
+        ``between()`` (the scenario's own upkeep: restarting what should be restarted)."""
+        due = [self.now() + (f.first if f.first is not None else f.every) for f in faults]
+        while self.now() < seconds:
+            for index, fault in enumerate(faults):
+                if self.now() >= due[index]:
+                    due[index] += fault.every
+                    hit = fault.inject()
+                    self.event(fault.kind, **(hit if hit is not None else {"hit": False, "why": "no target"}))
+            if between is not None:
+                between()
+            self.observe()
+            time.sleep(period)
