@@ -15,7 +15,8 @@ Scenarios (intervals are the soak's; shorter runs scale them down with the minut
           killed every minute (restarted 5 s later), the workers' link stalled through a loopback proxy every 5 min
 
 Every process a job starts carries LAMARCKIAN_CHAOS_RUN; this harness is their subreaper, so processes that
-outlive their parents are found (orphans) and none may be left at the end. Linux only; the full disk needs root.
+outlive their parents are found (orphans) and none may be left at the end. Linux only; the full disk needs root
+(without it, evolve runs without that fault).
 The exit code is 0 only when every check held.
 """
 
@@ -88,6 +89,7 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
         "scenario": scenario, "seconds": result["seconds"], "rate": rate,
         "faults": {k: {"injected": sum(e["kind"] == k and e.get("hit", False) for e in events),
                        "skipped": sum(e["kind"] == k and not e.get("hit", False) for e in events),
+                       "survived": report.survived(events, curve, k),
                        "time_lost": report.spread(lost.get(k, []))} for k in kinds},
         "steps_lost": result.get("steps_lost", []), "result": result.get("result"),
         "rss_slope_mb_per_hour": report.slope_per_hour(series, 1, warm_up),
@@ -101,6 +103,8 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
     rolled_back = max(result.get("steps_lost") or [0.0]) / (result["checkpoint_interval"] * rate)
     figures["steps_lost_in_checkpoint_intervals"] = round(rolled_back, 2)
     failed = [name for name, ok in result.get("checks", {}).items() if not ok]
+    failed += [f"{row['injected'] - row['survived']} of {row['injected']} '{kind}' faults not survived"
+               for kind, row in figures["faults"].items() if row["survived"] < row["injected"]]
     if rolled_back > ROLLBACK_MARGIN:
         failed.append(f"a restart rolled back {rolled_back:.2f} checkpoint intervals of env steps")
     if result["leftover"]:
@@ -136,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         twin.wait()
     if args.no_faults:
         return 0
-    lines = []
+    tables = []
     for name in args.scenarios:
         baseline = out / "baseline" / name if args.baseline else None
         figures, failed = summarize(name, out / name, baseline)
@@ -145,9 +149,10 @@ def main(argv: list[str] | None = None) -> int:
         if baseline is not None:
             series["without faults"] = report.memory(Log(baseline / "samples.jsonl").read())
         report.plot_memory(series, out / name / "memory.png", f"{name}: memory and open files")
-        lines.append(json.dumps(figures))
+        tables.append(report.markdown(figures))
         failures += [f"{name}: {line}" for line in failed]
-    print("\n".join(lines))
+    (out / "report.md").write_text("\n\n".join(tables) + "\n")
+    print("\n\n".join(tables))
     for line in failures:
         print(f"FAILED {line}", file=sys.stderr)
     print(f"chaos: {'every check held' if not failures else f'{len(failures)} checks failed'}; runs and logs in "

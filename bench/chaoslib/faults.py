@@ -52,8 +52,7 @@ class SmallDisk:
 
     def __init__(self, folder: Path, megabytes: int) -> None:
         if os.geteuid() != 0:
-            raise PermissionError("the full-disk fault mounts a tmpfs: run bench/chaos.py as root, or without it "
-                                  "(--no-disk)")
+            raise PermissionError("the full-disk fault mounts a tmpfs: it needs root")
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={megabytes}m,mode=0700", "tmpfs", str(self.folder)],

@@ -93,3 +93,46 @@ def plot_memory(runs: dict[str, np.ndarray], path: Path, title: str) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+def survived(events: Sequence[dict[str, Any]], curve: np.ndarray, kind: str, within: float = 120.0) -> int:
+    """How many faults of ``kind`` the job went on from: a new progress report came within ``within`` s."""
+    count = 0
+    for fault in events:
+        if fault["kind"] == kind and fault.get("hit", False):
+            after = curve[(curve[:, 0] > fault["t"]) & (curve[:, 0] <= fault["t"] + within)]
+            count += bool(len(after))
+    return count
+
+
+def markdown(figures: dict[str, Any]) -> str:
+    """One scenario's figures as the tables of docs/reliability.md."""
+    lines = [f"**{figures['scenario']}**: {figures['seconds'] / 60:.1f} min, undisturbed rate "
+             f"{figures['rate']:.0f} env steps/s", "",
+             "| fault | injected | survived | time lost per fault, s: median (max) |", "|---|---|---|---|"]
+    for kind, row in figures["faults"].items():
+        lines.append(f"| {kind} | {row['injected']} | {row['survived']} | {row['time_lost']} |")
+    lost = figures["steps_lost"]
+    result, baseline = figures.get("result") or {}, figures.get("baseline_result") or {}
+    lines += ["", "| measure | value |", "|---|---|",
+              f"| env steps lost per driver restart | {', '.join(f'{v:,.0f}' for v in lost) or '-'} "
+              f"(at most {figures['steps_lost_in_checkpoint_intervals']} checkpoint intervals of work) |",
+              f"| result with faults | {_plain(result)} |",
+              f"| result without faults (same time, same machine) | {_plain(baseline) if baseline else '-'} |",
+              f"| resident memory slope after warm-up | {figures['rss_slope_mb_per_hour']:+.1f} MiB/h |",
+              f"| open files slope after warm-up | {figures['fd_slope_per_hour']:+.1f} per hour |",
+              f"| processes left at the end (zombies) | {len(figures['leftover'])} ({figures['zombies']}) |",
+              f"| restarts by the harness | {_plain(figures['restarts'])} |",
+              f"| exits nobody caused | {len(figures['unexpected_exits'])} |"]
+    lines += [f"| check: {name} | {'held' if ok else 'FAILED'} |" for name, ok in figures["checks"].items()]
+    return "\n".join(lines)
+
+
+def _plain(values: dict[str, Any]) -> str:
+    def number(value: Any) -> str:
+        try:
+            return f"{float(value):.4g}"
+        except (TypeError, ValueError):
+            return str(value)
+
+    return ", ".join(f"{key} {number(value)}" for key, value in values.items()) or "-"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import random
 import re
 import sys
@@ -210,14 +211,17 @@ def is_learner(proc: procs.Proc) -> bool:
 
 class Evolve(Scenario):
     """evolve.py PBT of 8 individuals (4 learners) on a 3-raylet local cluster; its run directory on a small
-    tmpfs so that the disk can be filled (``disk=False``: on this disk, no full-disk fault)."""
+    tmpfs so that the disk can be filled (as root only: else on this disk, without the full-disk fault)."""
 
     name = "evolve"
     NODE_CPUS = 3           # two nodes hold the 4 learners and their actors (1.5 CPUs each) while one is away
 
-    def __init__(self, folder: Path, run_id: str, rng: random.Random, seconds: float, disk: bool = True) -> None:
+    def __init__(self, folder: Path, run_id: str, rng: random.Random, seconds: float) -> None:
         super().__init__(folder, run_id, rng, seconds)
-        self.disk = faults.SmallDisk(self.folder / "disk", 256) if disk else None
+        self.disk = faults.SmallDisk(self.folder / "disk", 256) if os.geteuid() == 0 else None
+        if self.disk is None:
+            print("chaos: not root, so no tmpfs can be mounted: evolve runs without the full-disk fault",
+                  file=sys.stderr)
         self.run = (self.disk.folder if self.disk else self.folder) / "run"
         self.cluster: Any = None
         self.nodes: list[Any] = []

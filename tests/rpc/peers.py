@@ -95,3 +95,25 @@ class SeedActor:
     def gather(self):
         self.iteration += 1
         return 16, {"obs": np.full(4, self.index, np.float32), "blob": self.blob}, [{"fitness": 1.0}], self.iteration
+
+
+class Flaky(Echo):
+    """An Echo whose process dies while it is built the first time (no ``flag`` file yet: it makes one)."""
+
+    def __init__(self, flag: str, tag: int = 0) -> None:
+        if not os.path.exists(flag):
+            open(flag, "w").close()
+            os._exit(3)
+        super().__init__(tag)
+
+
+class ClosesToFile(Echo):
+    """An Echo whose ``close`` writes ``path`` (to see whether it ran)."""
+
+    def __init__(self, path: str, tag: int = 0) -> None:
+        super().__init__(tag)
+        self.path = path
+
+    def close(self) -> None:
+        with open(self.path, "w") as stream:
+            stream.write("closed")

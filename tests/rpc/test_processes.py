@@ -16,7 +16,7 @@ import pytest
 from lamarckian.rpc import ActorDiedError, All, Any, Gather
 from lamarckian.rpc.processes import spawn, warm_up
 
-from .peers import Echo
+from .peers import ClosesToFile, Echo
 
 
 def broken(tag: int) -> Echo:
@@ -108,15 +108,18 @@ def test_children_ignore_ctrl_c():
     child.close()
 
 
-def test_children_of_a_parent_killed_by_sigkill_exit():
-    script = textwrap.dedent("""
+def test_children_of_a_parent_killed_by_sigkill_exit_without_closing(tmp_path):
+    """A crashed parent's calls may still run in its children: they exit at once, without ``close()`` (which
+    raced with a running call and raised)."""
+    closed = [tmp_path / f"closed-{tag}" for tag in (1, 2)]
+    script = textwrap.dedent(f"""
         import sys
         from lamarckian.rpc import All
         from lamarckian.rpc.processes import spawn, warm_up
-        from tests.rpc.peers import Echo
+        from tests.rpc.peers import ClosesToFile
 
         warm_up(["lamarckian.rpc"])
-        children = [spawn(Echo, tag) for tag in (1, 2)]
+        children = [spawn(ClosesToFile, path, tag) for tag, path in enumerate({[str(p) for p in closed]!r})]
         everyone = All(children)
         print(*everyone("pid"), flush=True)
         sys.stdin.read()
@@ -128,3 +131,13 @@ def test_children_of_a_parent_killed_by_sigkill_exit():
     parent.wait(10)
     assert len(pids) == 2
     assert all(gone(pid) for pid in pids)
+    assert not any(path.exists() for path in closed)
+
+
+def test_a_child_asked_to_close_runs_close(tmp_path):
+    closed = tmp_path / "closed"
+    child = spawn(ClosesToFile, str(closed), 1)
+    with All([child]) as everyone:
+        assert everyone("add", 0) == [2]
+    child.close()
+    assert closed.read_text() == "closed"
