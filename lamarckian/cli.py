@@ -9,6 +9,7 @@ import logging
 import math
 import shutil
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -101,11 +102,21 @@ DISK_FULL = (errno.ENOSPC, errno.EDQUOT)    # what a full disk (or quota) raises
 EXIT_DISK_FULL = 1
 
 
+def _quiet_when_disk_full(arguments: threading.ExceptHookArgs) -> None:
+    """A background writer (TensorBoard's) that hits a full disk dies without a traceback: the main thread meets
+    the same error at its next write and reports it in one line."""
+    if isinstance(arguments.exc_value, OSError) and arguments.exc_value.errno in DISK_FULL:
+        logging.getLogger(__name__).debug("%s: %s", arguments.thread, arguments.exc_value)
+        return
+    threading.__excepthook__(arguments)
+
+
 def run_job(run: Callable[[], Any], save: Callable[[], Any] | None, close: Callable[[], None], saved: str) -> int:
     """Run the job to its end: Ctrl-C saves it (``save``; None: ``run`` saves on its own, as the training loop
     does) and exits with code 130; a full disk stops it with one line and code :data:`EXIT_DISK_FULL` (checkpoints
     are written whole or not at all, so the newest on disk is intact); the job and a Ray this program started are
     always closed. The exit code."""
+    threading.excepthook = _quiet_when_disk_full
     try:
         try:
             run()
