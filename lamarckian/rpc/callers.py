@@ -149,6 +149,15 @@ class Any(_Caller):
             raise ActorDiedError(dead.name if dead else "every actor", 0 if dead else None, "no live actor left")
         return best
 
+    def _settled(self, connection: Connection) -> None:
+        """One call of ``connection`` ended; a connection with none in flight leaves the count (so that a removed
+        one is not kept alive, with its process handle and pipes, by a zero entry)."""
+        left = self._busy[connection] - 1
+        if left > 0:
+            self._busy[connection] = left
+        else:
+            self._busy.pop(connection, None)
+
     def submit(self, name: str, *args: Value, **kwargs: Value) -> tuple[Connection, int]:
         """Send a call to the least busy actor; returns a ticket for :meth:`result`."""
         connection = self._pick()
@@ -162,7 +171,7 @@ class Any(_Caller):
         try:
             reply = self.link.wait(request_id)[connection]
         finally:
-            self._busy[connection] -= 1
+            self._settled(connection)
         return self.link.value(connection, reply)
 
     def __call__(self, name: str, *args: Value, **kwargs: Value) -> Value:
@@ -190,7 +199,7 @@ class Any(_Caller):
                 yield from self._harvest(in_flight, ordered)
         finally:
             for connection, request_id in in_flight:  # abandoned by an error or a closed generator
-                self._busy[connection] -= 1
+                self._settled(connection)
                 self.link.forget(request_id)
 
     def as_completed(self, calls: Iterable[Sequence[Value]], *, depth: int = 1
@@ -223,11 +232,11 @@ class Any(_Caller):
                         outcome = error
                     yield call, outcome
                 for ticket, error in died:
-                    self._busy[ticket[0]] -= 1
+                    self._settled(ticket[0])
                     yield in_flight.pop(ticket), error
         finally:
             for connection, request_id in in_flight:
-                self._busy[connection] -= 1
+                self._settled(connection)
                 self.link.forget(request_id)
 
     def _wait_some(self, in_flight: Iterable[tuple[Connection, int]]
@@ -355,6 +364,7 @@ class Gather:
         """Drop an actor (a dead one, typically); its queued results are discarded."""
         connection = self.all._connection(actor)
         self.link.items = collections.deque(item for item in self.link.items if item[0] is not connection)
+        self._owed.pop(connection, None)
         self.all.remove(actor)
 
     def close(self) -> None:
