@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -116,6 +117,7 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_arguments(argv)
+    signal.signal(signal.SIGINT, signal.default_int_handler)     # Ctrl-C ends it even when started in the background
     out = args.out or Path(f"/tmp/chaos-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
     seconds = args.minutes * 60.0 / len(args.scenarios)
@@ -127,17 +129,22 @@ def main(argv: list[str] | None = None) -> int:
                                  *args.scenarios], stdout=open(out / "baseline.log", "ab"), stderr=subprocess.STDOUT)
     rng = random.Random(args.seed)
     failures: list[str] = []
-    for name in args.scenarios:
-        run_id = f"{name}-{uuid.uuid4().hex[:8]}"
-        os.environ[procs.MARKER] = run_id                      # what this harness starts (a Ray cluster) too
-        scenario = SCENARIOS[name](out / name, run_id, rng, seconds)
-        print(f"chaos: {name} for {seconds / 60:.1f} min{' without faults' if args.no_faults else ''}, in "
-              f"{out / name}", file=sys.stderr, flush=True)
-        result = run_scenario(scenario, seconds, not args.no_faults)
-        (out / name / "result.json").write_text(json.dumps(result, indent=1))
-        del os.environ[procs.MARKER]
-    if twin is not None:
-        twin.wait()
+    try:
+        for name in args.scenarios:
+            run_id = f"{name}-{uuid.uuid4().hex[:8]}"
+            os.environ[procs.MARKER] = run_id                      # what this harness starts (a Ray cluster) too
+            scenario = SCENARIOS[name](out / name, run_id, rng, seconds)
+            print(f"chaos: {name} for {seconds / 60:.1f} min{' without faults' if args.no_faults else ''}, in "
+                  f"{out / name}", file=sys.stderr, flush=True)
+            result = run_scenario(scenario, seconds, not args.no_faults)
+            (out / name / "result.json").write_text(json.dumps(result, indent=1))
+            del os.environ[procs.MARKER]
+        if twin is not None:
+            twin.wait()
+    finally:
+        if twin is not None and twin.poll() is None:          # interrupted: the baseline stops too
+            twin.send_signal(signal.SIGINT)
+            twin.wait()
     if args.no_faults:
         return 0
     tables = []

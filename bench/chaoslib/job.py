@@ -13,6 +13,12 @@ from typing import Sequence
 from .procs import MARKER
 
 
+def _default_interrupt() -> None:
+    """In the job's process before it runs: SIGINT does what it does by default (a harness started in the
+    background, as ``nohup ... &`` does, hands its children SIGINT ignored, and Ctrl-C could not end them)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Job:
     """``command`` run from ``cwd``; stdout and stderr go to ``log`` (appended over restarts).
 
@@ -47,7 +53,8 @@ class Job:
             stream.write(f"\n=== chaos: start {self.starts + 1} of {self.name} at {time.time():.3f}\n".encode())
             stream.flush()
             self.process = subprocess.Popen(self.command, cwd=self.cwd, env=self.environment, stdout=stream,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+                                            stderr=subprocess.STDOUT, start_new_session=True,
+                                            preexec_fn=_default_interrupt)
         self.starts += 1
 
     def running(self) -> bool:
