@@ -95,7 +95,7 @@ def plot_memory(runs: dict[str, np.ndarray], path: Path, title: str) -> None:
     plt.close(figure)
 
 
-def survived(events: Sequence[dict[str, Any]], curve: np.ndarray, kind: str, within: float = 120.0) -> int:
+def survived(events: Sequence[dict[str, Any]], curve: np.ndarray, kind: str, within: float = 180.0) -> int:
     """How many faults of ``kind`` the job went on from: a new progress report came within ``within`` s."""
     count = 0
     for fault in events:

@@ -253,6 +253,7 @@ class Evolution:
         self.progress.print(f"evolving: {ec.algorithm}, population {ec.population}, {workers}, searching "
                             f"{', '.join(d.key for d in self.space) or 'nothing'}; run directory {self.folder}")
         self._last_save, self._window = time.monotonic(), (time.monotonic(), self.cost)
+        self._write_status(force=True)                     # up (and resumed): before the first round reports
         for individuals, outcome in self._outcomes():
             if isinstance(outcome, rpc.ActorDiedError):
                 self._replace(outcome, individuals)
@@ -280,11 +281,14 @@ class Evolution:
             self.rate = (self.cost - self._window[1]) / (time.monotonic() - self._window[0])
             self._window = (time.monotonic(), self.cost)
         self._show()
-        self.status_file.write({"trained": self.trained, "cost": self.cost, "replaced": self.replaced,
-                                "elapsed": self.clock()})
+        self._write_status()
         if time.monotonic() - self._last_save >= self.checkpoint_interval:
             self.save()
             self._last_save = time.monotonic()
+
+    def _write_status(self, force: bool = False) -> None:
+        self.status_file.write({"trained": self.trained, "cost": self.cost, "replaced": self.replaced,
+                                "elapsed": self.clock()}, force=force)
 
     def _record(self, individual: Individual, report: Mapping[str, Any]) -> None:
         """Account for a round the algorithm has been told: counters, lineage, boards, the report line."""
