@@ -51,6 +51,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="where the runs and logs go (default: a new folder in /tmp)")
     parser.add_argument("--baseline", action="store_true",
                         help="also run each scenario without faults, at the same time (the result to compare)")
+    parser.add_argument("--report", action="store_true", help="only write the report of the runs already in --out")
     parser.add_argument("--no-faults", action="store_true", help=argparse.SUPPRESS)   # the baseline's own process
     parser.add_argument("--seed", type=int, default=0, help="which targets the faults pick")
     return parser.parse_args(argv)
@@ -97,7 +98,7 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
         "fd_slope_per_hour": report.slope_per_hour(series, 2, warm_up),
         "leftover": result["leftover"], "zombies": result["zombies"],
         "restarts": result.get("restarts", {}), "unexpected_exits": result.get("unexpected_exits", []),
-        "individuals_lost": result.get("individuals_lost"), "checks": result.get("checks", {}),
+        "checks": result.get("checks", {}),
     }
     if baseline is not None and (baseline / "result.json").exists():
         figures["baseline_result"] = json.loads((baseline / "result.json").read_text()).get("result")
@@ -115,11 +116,8 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
     return figures, failed
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_arguments(argv)
-    signal.signal(signal.SIGINT, signal.default_int_handler)     # Ctrl-C ends it even when started in the background
-    out = args.out or Path(f"/tmp/chaos-{time.strftime('%Y%m%d-%H%M%S')}")
-    out.mkdir(parents=True, exist_ok=True)
+def run_all(args: argparse.Namespace, out: Path) -> None:
+    """Run each scenario in turn for its share of the minutes (and the baseline twin beside them)."""
     seconds = args.minutes * 60.0 / len(args.scenarios)
     procs.become_subreaper()
     twin = None
@@ -128,7 +126,6 @@ def main(argv: list[str] | None = None) -> int:
                                  "--out", str(out / "baseline"), "--seed", str(args.seed), "--scenarios",
                                  *args.scenarios], stdout=open(out / "baseline.log", "ab"), stderr=subprocess.STDOUT)
     rng = random.Random(args.seed)
-    failures: list[str] = []
     try:
         for name in args.scenarios:
             run_id = f"{name}-{uuid.uuid4().hex[:8]}"
@@ -145,11 +142,15 @@ def main(argv: list[str] | None = None) -> int:
         if twin is not None and twin.poll() is None:          # interrupted: the baseline stops too
             twin.send_signal(signal.SIGINT)
             twin.wait()
-    if args.no_faults:
-        return 0
-    tables = []
-    for name in args.scenarios:
-        baseline = out / "baseline" / name if args.baseline else None
+
+
+def write_report(out: Path, scenarios: list[str]) -> int:
+    """``report.md``, each scenario's ``figures.json`` and ``memory.png`` from the logs in ``out`` (beside the
+    baseline's, where ``out/baseline`` has them); prints the tables and every failed check. The exit code."""
+    tables, failures = [], []
+    for name in scenarios:
+        baseline = out / "baseline" / name
+        baseline = baseline if (baseline / "result.json").exists() else None
         figures, failed = summarize(name, out / name, baseline)
         (out / name / "figures.json").write_text(json.dumps(figures, indent=1))
         series = {"with faults": report.memory(Log(out / name / "samples.jsonl").read())}
@@ -165,6 +166,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"chaos: {'every check held' if not failures else f'{len(failures)} checks failed'}; runs and logs in "
           f"{out}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_arguments(argv)
+    signal.signal(signal.SIGINT, signal.default_int_handler)     # Ctrl-C ends it even when started in the background
+    out = args.out or Path(f"/tmp/chaos-{time.strftime('%Y%m%d-%H%M%S')}")
+    out.mkdir(parents=True, exist_ok=True)
+    if not args.report:
+        run_all(args, out)
+    if args.no_faults:
+        return 0
+    return write_report(out, args.scenarios)
 
 
 if __name__ == "__main__":

@@ -296,6 +296,7 @@ class Evolve(Scenario):
         lineage = [json.loads(line) for line in (self.run / "lineage.jsonl").read_text().splitlines() if line]
         known = {row["id"] for row in lineage}
         lost = self.population - sum(1 for m in slots if m["id"] in known or m["parent"] in known)
+        self.checks["no individual lost from the lineage"] = lost == 0 and len(slots) == self.population
         fitness = [m["fitness"] for m in slots if m.get("fitness") is not None and m["fitness"] == m["fitness"]]
         return {"rounds": int(found[1]["trained"]), "cost": int(found[1]["cost"]),
                 "best_fitness": max(fitness) if fitness else None, "individuals_lost": lost}
