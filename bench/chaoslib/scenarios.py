@@ -79,7 +79,7 @@ class Scenario:
         self.to_restart: dict[str, float] = {}       # job name -> when to start it again
         self.restarts: dict[str, int] = {}
         self.unexpected_exits: list[str] = []
-        self.resumes: list[float] = []               # env steps last reported before each driver restart
+        self.resumes: list[tuple[float, int]] = []   # each driver kill: env steps last reported, the log's size
         self.checks: dict[str, bool] = {}
         self.watch: Watch | None = None
         self.checkpoint_interval = 60.0              # seconds of work a driver restart may roll back
@@ -120,7 +120,7 @@ class Scenario:
         pid = job.pid
         if name == "driver":
             status = self.status()
-            self.resumes.append(float(status["cost"]) if status else 0.0)
+            self.resumes.append((float(status["cost"]) if status else 0.0, job.log.stat().st_size))
         job.kill()
         self.to_restart[name] = time.monotonic() + restart_after
         return {"pid": pid, "name": name, "hit": True}
@@ -150,13 +150,18 @@ class Scenario:
     def steps_lost(self) -> list[float]:
         """Env steps rolled back by each driver restart: the last reported count before the kill less the count
         the restarted run resumed from."""
-        log = self.jobs["driver"].log.read_text(errors="replace") if "driver" in self.jobs else ""
-        resumed = [float(m.group(1)) for m in RESUMED.finditer(log)]
-        return [max(0.0, before - after) for before, after in zip(self.resumes, resumed)]
+        if not self.resumes:
+            return []
+        log = self.jobs["driver"].log.read_bytes().decode(errors="replace")
+        lost = []
+        for before, offset in self.resumes:
+            resumed = RESUMED.search(log, offset)
+            lost.append(max(0.0, before - (float(resumed.group(1)) if resumed else 0.0)))
+        return lost
 
     def stop(self) -> dict[str, Any]:
         """Ctrl-C every job (drivers save and exit), then the measurements."""
-        codes = {name: job.interrupt() for name, job in self.jobs.items()}
+        codes = {name: job.interrupt() for name, job in reversed(self.jobs.items())}   # workers before servers
         self.checks["every job ended on Ctrl-C (exit 0 or 130)"] = all(c in (0, 130) for c in codes.values())
         return {"result": self.result(), "steps_lost": self.steps_lost(), "restarts": self.restarts,
                 "checkpoint_interval": self.checkpoint_interval,
