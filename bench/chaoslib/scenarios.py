@@ -152,10 +152,10 @@ class Scenario:
         the restarted run resumed from."""
         if not self.resumes:
             return []
-        log = self.jobs["driver"].log.read_bytes().decode(errors="replace")
+        log = self.jobs["driver"].log.read_bytes()
         lost = []
         for before, offset in self.resumes:
-            resumed = RESUMED.search(log, offset)
+            resumed = RESUMED.search(log[offset:].decode(errors="replace"))
             lost.append(max(0.0, before - (float(resumed.group(1)) if resumed else 0.0)))
         return lost
 
