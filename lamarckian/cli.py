@@ -116,22 +116,11 @@ def run_job(run: Callable[[], Any], save: Callable[[], Any] | None, close: Calla
     does) and exits with code 130; a full disk stops it with one line and code :data:`EXIT_DISK_FULL` (checkpoints
     are written whole or not at all, so the newest on disk is intact); the job and a Ray this program started are
     always closed. The exit code."""
-    threading.excepthook = _quiet_when_disk_full
+    previous_hook, threading.excepthook = threading.excepthook, _quiet_when_disk_full
     try:
-        try:
-            run()
-        except KeyboardInterrupt:
-            if save is not None:
-                save()
-                print(f"interrupted; {saved} saved", file=sys.stderr)
-            return 130
-        finally:
-            try:
-                close()
-            finally:
-                ray = sys.modules.get("ray")  # never imported by the runs that do without it
-                if ray is not None and ray.is_initialized():
-                    ray.shutdown()
+        _run_and_close(run, save, close, saved)
+    except KeyboardInterrupt:
+        return 130
     except OSError as error:
         if error.errno not in DISK_FULL:
             raise
@@ -139,4 +128,26 @@ def run_job(run: Callable[[], Any], save: Callable[[], Any] | None, close: Calla
               f"stopped and its newest {saved} on disk is intact: free space and run the same command to resume",
               file=sys.stderr)
         return EXIT_DISK_FULL
+    finally:
+        threading.excepthook = previous_hook
     return 0
+
+
+def _run_and_close(run: Callable[[], Any], save: Callable[[], Any] | None, close: Callable[[], None],
+                   saved: str) -> None:
+    """``run()``; on Ctrl-C ``save()`` (if given) and KeyboardInterrupt goes on; ``close()`` and a Ray this program
+    started shut down whatever happened."""
+    try:
+        run()
+    except KeyboardInterrupt:
+        if save is not None:
+            save()
+            print(f"interrupted; {saved} saved", file=sys.stderr)
+        raise
+    finally:
+        try:
+            close()
+        finally:
+            ray = sys.modules.get("ray")  # never imported by the runs that do without it
+            if ray is not None and ray.is_initialized():
+                ray.shutdown()
