@@ -54,6 +54,7 @@ def test_an_append_that_does_not_fit_leaves_the_file_as_it_was(small_disk):
     assert (small_disk / "evaluations.csv").read_bytes() == before
 
 
+@pytest.mark.slow
 @needs_root
 def test_train_py_on_a_disk_that_fills_stops_with_one_line_and_intact_checkpoints(small_disk):
     run = small_disk / "run"
