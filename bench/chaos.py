@@ -62,9 +62,9 @@ def run_scenario(scenario: Scenario, seconds: float, faults: bool) -> dict[str, 
     watch = Watch(scenario.folder, scenario.run_id, scenario.status, scenario.own_pids)
     scenario.watch = watch
     started = time.monotonic()
-    scenario.start()
-    watch.event("started", seconds=round(time.monotonic() - started, 1))
     try:
+        scenario.start()
+        watch.event("started", seconds=round(time.monotonic() - started, 1))
         watch.run(scenario.faults(seconds) if faults else [], seconds, between=scenario.upkeep)
         watch.event("stopping")
         result = scenario.stop()
