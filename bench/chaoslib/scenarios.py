@@ -238,7 +238,8 @@ class Evolve(Scenario):
         from ray.cluster_utils import Cluster
 
         self.cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": self.NODE_CPUS,
-                                                                     "gcs_server_port": free_port()})
+                                                                     "gcs_server_port": free_port(),
+                                                                     "include_dashboard": False})
         self.nodes = [self.cluster.add_node(num_cpus=self.NODE_CPUS) for _ in range(2)]
         self.cluster.wait_for_nodes()
         self.checkpoint_interval = min(30.0, self.seconds / 10)        # the default, or 10 in a short run
