@@ -268,7 +268,7 @@ class Evolve(Scenario):
         self.cluster.remove_node(node, allow_graceful=False)
         self.nodes.remove(node)
         self.away = (time.monotonic() + self.scaled(60, 20), node)
-        return {"hit": True, "node": node.unique_id[:8]}
+        return {"hit": True, "node": node.node_id[:8]}
 
     def fill(self) -> dict[str, Any]:
         self.disk_full_at = time.monotonic()
@@ -278,7 +278,7 @@ class Evolve(Scenario):
         if self.away is not None and time.monotonic() >= self.away[0]:
             self.nodes.append(self.cluster.add_node(num_cpus=self.NODE_CPUS))
             self.away = None
-            self.watch.event("node re-added", node=self.nodes[-1].unique_id[:8])
+            self.watch.event("node re-added", node=self.nodes[-1].node_id[:8])
         driver = self.jobs["driver"]
         if self.disk_full_at is not None and (not driver.running() or time.monotonic() - self.disk_full_at > 120):
             line = last_line(driver.log)
