@@ -254,7 +254,7 @@ class Evolve(Scenario):
                   Fault("driver killed", once, lambda: self.kill_job("driver", restart_after=2.0),
                         first=seconds * 0.4)]
         if self.disk is not None:
-            listed.append(Fault("disk filled", once, self.fill, first=seconds * 0.7))
+            listed.append(Fault("disk filled", once, self.fill, first=seconds * 0.6))
         return listed
 
     def _kill_learner(self) -> dict[str, Any] | None:
@@ -291,6 +291,12 @@ class Evolve(Scenario):
             if stopped:
                 self.to_restart["driver"] = time.monotonic()
         super().upkeep()
+
+    def stop(self) -> dict[str, Any]:
+        if self.disk_full_at is not None:            # the run wrote nothing since the disk filled: no stop to check
+            self.watch.event("disk freed", stopped=False, line="", **self.disk.free())
+            self.disk_full_at = None
+        return super().stop()
 
     def result(self) -> dict[str, Any]:
         from lamarckian.record import Checkpoints
