@@ -49,6 +49,25 @@ def read(pid: int) -> Proc | None:
     return Proc(pid, int(fields[1]), fields[0], comm, cmdline, rss_pages * PAGE, fds)
 
 
+def kind(proc: Proc) -> str:
+    """What sort of process it is, for sums by kind: a Ray worker's task (``ray::PopulationLearner``), a child
+    actor's name without its number (``lam:Actor``), else the program (``raylet``, ``gcs_server``, ``python``)."""
+    if proc.cmdline.startswith("ray::"):
+        return proc.cmdline.split()[0]
+    if proc.comm.startswith("lam:"):
+        return proc.comm.rstrip("0123456789")
+    words = proc.cmdline.split()
+    program = Path(words[0]).name if words else proc.comm
+    if not program.startswith("python") or len(words) < 2:
+        return program
+    arguments = [word for word in words[1:] if word != "-B"]
+    if arguments[0] == "-m":                                   # python -m lamarckian.remote server
+        return " ".join(["python", *arguments[:3]])
+    if arguments[0] == "-c":                                   # multiprocessing's fork server, resource tracker
+        return "python -c " + arguments[2].split(".")[-1] if len(arguments) > 2 else "python -c"
+    return f"python {Path(arguments[0]).name}"
+
+
 def every() -> list[Proc]:
     """Every readable process of this machine."""
     found = []

@@ -1,6 +1,7 @@
 """Faults on a timetable against a running job, every one logged (``events.jsonl``: seconds since the start, what,
 the target), while the job is watched (``samples.jsonl``: its progress from ``status.json``, and every
-``memory_period`` s the resident memory and open files of all its processes)."""
+``memory_period`` s the resident memory and open files of all its processes, in all and by kind of process:
+``by_kind`` maps a kind to [processes, open files, MiB])."""
 
 from __future__ import annotations
 
@@ -77,8 +78,12 @@ class Watch:
         if self.now() - self.last_memory >= self.memory_period:
             self.last_memory = self.now()
             found = procs.marked(self.run_id)
+            kinds: dict[str, list[int]] = {}
+            for proc in found:
+                kind = kinds.setdefault(procs.kind(proc), [0, 0, 0])
+                kind[0], kind[1], kind[2] = kind[0] + 1, kind[1] + proc.fds, kind[2] + proc.rss // 2**20
             self.samples.write({"t": round(self.now(), 3), "rss_mb": round(sum(p.rss for p in found) / 2**20, 1),
-                                "fds": sum(p.fds for p in found), "processes": len(found)})
+                                "fds": sum(p.fds for p in found), "processes": len(found), "by_kind": kinds})
         procs.reap(self.own())
 
     def run(self, faults: list[Fault], seconds: float, period: float = 0.5,
