@@ -105,6 +105,10 @@ class Evolution:
         self.algorithm.load_state_dict(state["algorithm"])
         self.trained, self.cost = int(state["trained"]), int(state["cost"])
         self._clock_start = time.monotonic() - float(state["elapsed"])
+        dropped = self.lineage.keep_first(self.trained) if self.lineage is not None else 0
+        if dropped:
+            log.warning("lineage.jsonl: %d rounds reported after %s are trained again (their rows dropped)",
+                        dropped, path.name)
         return path
 
     def save(self) -> None:

@@ -42,6 +42,17 @@ class Lineage:
             return []
         return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
+    def keep_first(self, rounds: int) -> int:
+        """Keep the rows of the first ``rounds`` rounds (a row per reported round, in order): a run resumed from
+        a population checkpoint of ``rounds`` rounds trains the later ones again, and their old rows would
+        describe results the population no longer holds. Rewritten atomically; how many rows were dropped."""
+        lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True) if self.path.exists() else []
+        lines = [line for line in lines if line.strip()]
+        if len(lines) <= rounds:
+            return 0
+        atomic_write(self.path, lambda stream: stream.write("".join(lines[:rounds]).encode("utf-8")))
+        return len(lines) - rounds
+
 
 class Boards:
     """TensorBoard for the population and for each individual (``None`` folder: nothing written)."""

@@ -108,6 +108,21 @@ def test_killed_evolve_py_resumes(tmp_path):
     continued = [i for i in ages_before if i in ages_after]
     assert all(ages_after[i] >= ages_before[i] for i in continued)
     assert after["algorithm"]["next_id"] >= before["algorithm"]["next_id"]
+    assert len((tmp_path / "lineage.jsonl").read_text().splitlines()) == after["trained"]
+
+
+def test_a_resumed_evolution_drops_the_lineage_rows_of_rounds_after_its_checkpoint(tmp_path):
+    """A driver killed after rounds were reported but before the next population checkpoint trains those rounds
+    again after the resume; their old rows must not stay in lineage.jsonl (bench/chaos.py found 6 in a soak)."""
+    config = cartpole(tmp_path)
+    first = Evolution(config, tmp_path)
+    first.trained = 2
+    first.save()
+    for round_id in range(5):                     # 2 rounds in the checkpoint, 3 reported after it
+        first.lineage.write({"id": round_id})
+    resumed = Evolution(config, tmp_path)
+    resumed.resume()
+    assert [row["id"] for row in resumed.lineage.read()] == [0, 1]
 
 
 @pytest.mark.slow
