@@ -86,9 +86,13 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
     warm_up = min(300.0, result["seconds"] / 3)
     kinds = sorted({e["kind"] for e in events if e["kind"] not in ("started", "stopping") and "hit" in e})
     rate = report.undisturbed_rate(samples, [e["t"] for e in events if e["kind"] in kinds], warm_up=30.0)
+    rate_source = "between faults"
+    if rate != rate and baseline is not None:            # too few reports between faults: the run beside it
+        rate = report.steady_rate(report.progress(Log(baseline / "samples.jsonl").read()), warm_up)
+        rate_source = "of the run without faults"
     lost = report.time_lost(events, curve, rate, result["seconds"], kinds) if rate == rate and rate > 0 else {}
     figures: dict[str, Any] = {
-        "scenario": scenario, "seconds": result["seconds"], "rate": rate,
+        "scenario": scenario, "seconds": result["seconds"], "rate": rate, "rate_source": rate_source,
         "faults": {k: {"injected": sum(e["kind"] == k and e.get("hit", False) for e in events),
                        "skipped": sum(e["kind"] == k and not e.get("hit", False) for e in events),
                        "survived": report.survived(events, curve, k),

@@ -38,6 +38,15 @@ def undisturbed_rate(samples: Sequence[dict[str, Any]], faults: Sequence[float],
     return float(statistics.median(rates)) if rates else float("nan")
 
 
+def steady_rate(curve: np.ndarray, warm_up: float) -> float:
+    """Env steps per second from ``warm_up`` s to the last report (the run without faults: where a job reports
+    too seldom for :func:`undisturbed_rate`, as a real-time task that evaluates most of the time)."""
+    late = curve[curve[:, 0] >= warm_up]
+    if len(late) < 2 or late[-1, 0] <= late[0, 0]:
+        return float("nan")
+    return float((late[-1, 1] - late[0, 1]) / (late[-1, 0] - late[0, 0]))
+
+
 def time_lost(events: Sequence[dict[str, Any]], curve: np.ndarray, rate: float, end: float,
               kinds: Sequence[str]) -> dict[str, list[float]]:
     """Seconds each fault of ``kinds`` cost: from the fault to the next one (or ``end``), the env steps the job
@@ -108,7 +117,7 @@ def survived(events: Sequence[dict[str, Any]], curve: np.ndarray, kind: str, wit
 def markdown(figures: dict[str, Any]) -> str:
     """One scenario's figures as the tables of docs/reliability.md."""
     lines = [f"**{figures['scenario']}**: {figures['seconds'] / 60:.1f} min, undisturbed rate "
-             f"{figures['rate']:.0f} env steps/s", "",
+             f"{figures['rate']:.4g} env steps/s ({figures['rate_source']})", "",
              "| fault | injected | survived | time lost per fault, s: median (max) |", "|---|---|---|---|"]
     for kind, row in figures["faults"].items():
         lines.append(f"| {kind} | {row['injected']} | {row['survived']} | {row['time_lost']} |")
