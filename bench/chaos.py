@@ -95,7 +95,8 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
         "scenario": scenario, "seconds": result["seconds"], "rate": rate, "rate_source": rate_source,
         "faults": {k: {"injected": sum(e["kind"] == k and e.get("hit", False) for e in events),
                        "skipped": sum(e["kind"] == k and not e.get("hit", False) for e in events),
-                       "survived": report.survived(events, curve, k),
+                       "survived": report.survived(events, curve, k, result["seconds"])[0],
+                       "too_late": report.survived(events, curve, k, result["seconds"])[1],
                        "time_lost": report.spread(lost.get(k, []))} for k in kinds},
         "steps_lost": result.get("steps_lost", []), "result": result.get("result"),
         "rss_slope_mb_per_hour": report.slope_per_hour(series, 1, warm_up),
@@ -110,7 +111,7 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
     figures["steps_lost_in_checkpoint_intervals"] = round(rolled_back, 2)
     failed = [name for name, ok in result.get("checks", {}).items() if not ok]
     failed += [f"{row['injected'] - row['survived']} of {row['injected']} '{kind}' faults not survived"
-               for kind, row in figures["faults"].items() if row["survived"] < row["injected"]]
+               for kind, row in figures["faults"].items() if row["survived"] + row["too_late"] < row["injected"]]
     if rolled_back > ROLLBACK_MARGIN:
         failed.append(f"a restart rolled back {rolled_back:.2f} checkpoint intervals of env steps")
     if result["leftover"]:

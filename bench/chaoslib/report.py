@@ -104,14 +104,19 @@ def plot_memory(runs: dict[str, np.ndarray], path: Path, title: str) -> None:
     plt.close(figure)
 
 
-def survived(events: Sequence[dict[str, Any]], curve: np.ndarray, kind: str, within: float = 180.0) -> int:
-    """How many faults of ``kind`` the job went on from: a new progress report came within ``within`` s."""
-    count = 0
+def survived(events: Sequence[dict[str, Any]], curve: np.ndarray, kind: str, end: float,
+             within: float = 180.0) -> tuple[int, int]:
+    """Of the faults of ``kind``: how many the job went on from (it reported again within ``within`` s), and how
+    many came too late to tell (the run ended first, with no report since)."""
+    count = late = 0
     for fault in events:
         if fault["kind"] == kind and fault.get("hit", False):
             after = curve[(curve[:, 0] > fault["t"]) & (curve[:, 0] <= fault["t"] + within)]
-            count += bool(len(after))
-    return count
+            if len(after):
+                count += 1
+            elif end - fault["t"] < within:
+                late += 1
+    return count, late
 
 
 def markdown(figures: dict[str, Any]) -> str:
@@ -120,7 +125,8 @@ def markdown(figures: dict[str, Any]) -> str:
              f"{figures['rate']:.4g} env steps/s ({figures['rate_source']})", "",
              "| fault | injected | survived | time lost per fault, s: median (max) |", "|---|---|---|---|"]
     for kind, row in figures["faults"].items():
-        lines.append(f"| {kind} | {row['injected']} | {row['survived']} | {row['time_lost']} |")
+        late = f" (+{row['too_late']} too late to tell)" if row["too_late"] else ""
+        lines.append(f"| {kind} | {row['injected']} | {row['survived']}{late} | {row['time_lost']} |")
     lost = figures["steps_lost"]
     result, baseline = figures.get("result") or {}, figures.get("baseline_result") or {}
     lines += ["", "| measure | value |", "|---|---|",

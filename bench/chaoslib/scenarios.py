@@ -209,12 +209,15 @@ class Train(Scenario):
         return self.training_result(("cost", "fitness", "win", "time"))
 
 
-def individuals_lost(slots: list[dict[str, Any]], lineage: Path, population: int) -> int:
-    """Individuals missing from the final population (fewer slots than ``population``) or from the lineage (a
-    member that trained rounds, ``age`` ≥ 1, with no row). A member of age 0 is a child not trained yet (PBT's
-    exploit copies a donor, possibly another such child): it has no row by design."""
-    rows = {json.loads(line)["id"] for line in lineage.read_text().splitlines() if line}
-    return (population - len(slots)) + sum(1 for m in slots if m["age"] >= 1 and m["id"] not in rows)
+def individuals_lost(algorithm: dict[str, Any], lineage: Path, population: int) -> int:
+    """Individuals missing from the final population (fewer slots than the individuals created, up to
+    ``population``: the first ones are created as learners ask) or from the lineage (a member that trained rounds,
+    ``age`` ≥ 1, with no row). A member of age 0 is a child not trained yet (PBT's exploit copies a donor,
+    possibly another such child): it has no row by design. ``algorithm``: the population checkpoint's state."""
+    rows = {json.loads(line)["id"] for line in lineage.read_text().splitlines() if line} if lineage.exists() else set()
+    slots = algorithm["slots"]
+    missing = max(0, min(population, int(algorithm["next_id"])) - len(slots))
+    return missing + sum(1 for m in slots if m["age"] >= 1 and m["id"] not in rows)
 
 
 def is_learner(proc: procs.Proc) -> bool:
@@ -314,7 +317,7 @@ class Evolve(Scenario):
         if found is None:
             return {}
         slots = found[1]["algorithm"]["slots"]
-        lost = individuals_lost(slots, self.run / "lineage.jsonl", self.population)
+        lost = individuals_lost(found[1]["algorithm"], self.run / "lineage.jsonl", self.population)
         self.checks["no individual lost from the lineage"] = lost == 0
         fitness = [m["fitness"] for m in slots if m.get("fitness") is not None and m["fitness"] == m["fitness"]]
         return {"rounds": int(found[1]["trained"]), "cost": int(found[1]["cost"]),
