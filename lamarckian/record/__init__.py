@@ -6,5 +6,5 @@ from .status import StatusFile, read_status
 from .table import CsvLog, read_rows
 from .tensorboard import Scalars
 
-__all__ = ["Checkpoints", "CsvLog", "Progress", "Scalars", "StatusFile", "atomic_write", "format_number", "plain", "read_rows",
-           "read_status"]
+__all__ = ["Checkpoints", "CsvLog", "Progress", "Scalars", "StatusFile", "atomic_write", "format_number", "plain",
+           "read_rows", "read_status"]
