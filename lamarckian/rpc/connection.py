@@ -8,7 +8,7 @@ from typing import Any
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from . import sockets
+from . import local, sockets
 from .auth import HANDSHAKE_NONCE_BYTES, client_proof, proofs_equal, server_proof
 from .errors import RPCError
 from .settings import RpcSettings
@@ -28,7 +28,8 @@ class Connection:
     once). ``trust`` is what is accepted from the peer: nothing but the handshake until the peer proved the
     secret (peers whose endpoint says no ``auth: handshake`` are trusted per sealed message from the start).
     The DEALER's routing id is 16 random bytes: the server's record of an authenticated peer cannot be claimed
-    by another connection.
+    by another connection. With a node-local ``channel`` (:mod:`.local`) every message goes on the channel and
+    the DEALER only carries heartbeats (a hung peer is still reported).
     """
 
     def __init__(self, context: zmq.Context, endpoint: dict[str, Any], settings: RpcSettings, handle: Any = None,
@@ -50,6 +51,13 @@ class Connection:
             sockets.make_client_curve(self.socket, endpoint["curve_public_key"])
         self.monitor = self.socket.get_monitor_socket(_DEATH_EVENTS)
         self.socket.connect(endpoint["address"])
+        self.channel: local.Channel | None = None
+
+    def died(self, why: str) -> None:
+        """Mark the peer dead (its channel closed)."""
+        if self.alive:
+            self.alive = False
+            self.death = why
 
     def answer_challenge(self, secret: bytes, nonce: bytes, message: Message) -> list[Any]:
         """Check the server's CHALLENGE to our HELLO ``nonce``; trust the peer from now on and return the PROOF
@@ -61,6 +69,8 @@ class Connection:
             raise RPCError(f"{self.name} at {self.endpoint['address']} did not prove it holds the run secret "
                            "(a server of another run, or a wrong secret)")
         self.trust = Trust.SEALED if self.sealed else Trust.CHANNEL
+        if self.channel is not None:
+            self.channel.trusted = True
         return [client_proof(secret, value[0], nonce, self.sealed), self.sealed]
 
     def read_monitor(self) -> None:
@@ -75,7 +85,9 @@ class Connection:
                 self.death = zmq.Event(event["event"]).name.lower()
 
     def close(self) -> None:
-        """Close both sockets (idempotent)."""
+        """Close the sockets and the channel (idempotent)."""
+        if self.channel is not None:
+            self.channel.close()
         if not self.socket.closed:
             self.socket.disable_monitor()
             self.monitor.close()

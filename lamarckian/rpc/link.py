@@ -22,8 +22,8 @@ from typing import Any, Iterable, Sequence
 
 import zmq
 
+from . import local, sockets
 from . import relay as relay_module
-from . import sockets
 from .auth import handshake_nonce, run_secret
 from .connection import MONITOR_PERIOD, Connection
 from .errors import ActorDiedError, ProtocolError, RemoteError, RPCError
@@ -94,12 +94,14 @@ class Link:
         self._awaiting: dict[int, set[Connection]] = {}
         self._replies: dict[int, dict[Connection, Message]] = {}
         self._relays = relay_module.Relays(self)
-        self._by_socket: dict[zmq.Socket, Connection] = {}
+        self._by_socket: dict[Any, Connection] = {}     # a ZeroMQ socket, or a channel's file descriptor
+        self._local: list[Connection] = []
+        self.pool = local.Pool()                        # blocks of frames sent to several node-local peers
         self._monitored: list[Connection] = []
         self._next_monitor_read = 0.0
         self._poller = zmq.Poller()
         self._node = sockets.node_id()
-        self._finalizer = weakref.finalize(self, Link._shutdown, self.context, self.connections, self._relays)
+        self._finalizer = weakref.finalize(self, Link._shutdown, self.context, self.connections, self._relays, self.pool)
         self.add(list(actors))
 
     # --- membership ---------------------------------------------------------------------------------
@@ -111,8 +113,9 @@ class Link:
         for actor, endpoint in zip(actors, endpoints):
             if self.pattern not in endpoint["patterns"]:
                 raise TypeError(f"{endpoint['name']} is not decorated with @{self.pattern}")
-            added.append(self.attach(Connection(self.context, endpoint, self.settings, actor,
-                                                sealed=self.sealed_link(endpoint))))
+            connection = Connection(self.context, endpoint, self.settings, actor, sealed=self.sealed_link(endpoint))
+            connection.channel = self._open_channel(endpoint)
+            added.append(self.attach(connection))
         try:
             self.handshake(added)
         except Exception:
@@ -127,6 +130,16 @@ class Link:
         if self.settings.mac == "always":
             return True
         return endpoint.get("node") != self._node and not endpoint.get("curve_public_key")
+
+    def _open_channel(self, endpoint: dict[str, Any]) -> local.Channel | None:
+        """A node-local channel to ``endpoint`` when it is on this node (``rpc.local: auto``), else None."""
+        if (self.settings.local == "off" or not endpoint.get("local") or endpoint.get("node") != self._node
+                or endpoint.get("machine") != local.machine_id()):
+            return None
+        try:
+            return local.connect(endpoint["local"], self.settings.max_message_bytes)
+        except OSError:
+            return None     # it cannot be reached this way: ZeroMQ carries the link
 
     def handshake(self, connections: Sequence[Connection]) -> None:
         """Authenticate new connections both ways (HELLO, CHALLENGE, PROOF, PONG; a PING for peers without
@@ -149,18 +162,24 @@ class Link:
 
     def attach(self, connection: Connection, member: bool = True) -> Connection:
         """Start polling ``connection``: an actor's (``member``) or a relay's."""
-        self._by_socket[connection.socket] = connection
-        self._poller.register(connection.socket, zmq.POLLIN)
+        key = connection.socket if connection.channel is None else connection.channel.fileno()
+        self._by_socket[key] = connection
+        self._poller.register(key, zmq.POLLIN)
         self._monitored.append(connection)
+        if connection.channel is not None:
+            self._local.append(connection)
         if member:
             self.connections.append(connection)
         return connection
 
     def detach(self, connection: Connection) -> None:
         """Stop polling and close ``connection``; the peer's server keeps running."""
-        if connection.socket in self._by_socket:
-            self._poller.unregister(connection.socket)
-            del self._by_socket[connection.socket]
+        key = connection.socket if connection.channel is None else connection.channel.fileno()
+        if key in self._by_socket:
+            self._poller.unregister(key)
+            del self._by_socket[key]
+        if connection in self._local:
+            self._local.remove(connection)
         if connection in self._monitored:
             self._monitored.remove(connection)
         if connection in self.connections:
@@ -186,7 +205,13 @@ class Link:
         self.send(connection, self.wire.pack(kind, request_id, value, sealed=connection.trust == Trust.SEALED))
 
     def send(self, connection: Connection, frames: list[Any]) -> None:
-        sockets.send_frames(connection.socket, frames)
+        if connection.channel is None:
+            sockets.send_frames(connection.socket, frames)
+        else:
+            try:
+                connection.channel.send(frames)
+            except local.ChannelClosed as closed:
+                connection.died(f"disconnected ({closed})")
         for frame in frames:
             self.bytes_sent += len(frame)
 
@@ -199,12 +224,15 @@ class Link:
             if not connection.alive:
                 raise ActorDiedError(connection.name, self.index(connection), connection.death)
         direct, relayed = self._relays.route(connections, self._node) if relay else (connections, {})
-        packed: dict[bool, list[Any]] = {}
-        for connection in direct:
+        packed: dict[tuple[bool, bool], list[Any]] = {}
+        shared = sum(connection.channel is not None for connection in direct) > 1
+        for connection in direct:       # encoded once per framing; large frames put once in shared memory
             sealed = connection.trust == Trust.SEALED
-            frames = packed.get(sealed)
+            key = (sealed, shared and connection.channel is not None)
+            frames = packed.get(key)
             if frames is None:
-                frames = packed[sealed] = self.wire.pack(kind, request_id, value, sealed=sealed)
+                frames = packed.get((sealed, False)) or self.wire.pack(kind, request_id, value, sealed=sealed)
+                packed[key] = self.pool.share_large(frames) if key[1] else frames
             self.send(connection, frames)
         if relayed:  # the inner message travels on the relay's links inside its node
             inner = self.wire.pack(kind, request_id, value, sealed=self.settings.mac == "always")
@@ -222,13 +250,29 @@ class Link:
     def pump(self, timeout_ms: int | None) -> None:
         """Wait up to ``timeout_ms`` (None: up to :data:`MONITOR_PERIOD`) for traffic and dispatch everything
         that arrived; read the death reports when nothing came or the period is over."""
+        stashed = [connection for connection in self._local if connection.channel.pending()]
+        if stashed:         # messages read while a send waited: handle them without waiting
+            timeout_ms = 0
         events = self._poller.poll(_MONITOR_MS if timeout_ms is None else min(timeout_ms, _MONITOR_MS))
         for sock, _ in events:
             connection = self._by_socket[sock]
-            for frames in sockets.readable_frames(sock):
-                self._dispatch(connection, frames)
+            if connection.channel is None:
+                for frames in sockets.readable_frames(sock):
+                    self._dispatch(connection, frames)
+            elif connection not in stashed:
+                self._drain(connection)
+        for connection in stashed:
+            self._drain(connection)
         if not events or time.monotonic() >= self._next_monitor_read:
             self._read_monitors()
+
+    def _drain(self, connection: Connection) -> None:
+        """Dispatch every message waiting on a node-local connection; its closing marks the peer dead."""
+        try:
+            for frames in connection.channel.drain():
+                self._dispatch(connection, frames)
+        except local.ChannelClosed as closed:
+            connection.died(f"disconnected ({closed})")
 
     def _read_monitors(self) -> None:
         self._next_monitor_read = time.monotonic() + MONITOR_PERIOD
@@ -236,6 +280,9 @@ class Link:
             if connection.alive:
                 connection.read_monitor()
                 if not connection.alive:  # a reply sent just before the death still counts
+                    if connection.channel is not None:
+                        self._drain(connection)
+                        continue
                     for frames in sockets.readable_frames(connection.socket):
                         self._dispatch(connection, frames)
 
@@ -247,12 +294,26 @@ class Link:
             self.pump(timeout_ms)
             return
         connection = next(iter(awaiting))
+        frames = self._receive_one(connection)
+        if frames is not None:
+            self._dispatch(connection, frames)
+
+    def _receive_one(self, connection: Connection) -> list[Any] | None:
+        """One message from ``connection``, waiting up to :data:`MONITOR_PERIOD`; None (after reading the death
+        reports) if none came."""
+        channel = connection.channel
         try:
-            frames = sockets.recv_frames(connection.socket)
+            if channel is None:
+                return sockets.recv_frames(connection.socket)
+            frames = channel.recv(MONITOR_PERIOD)
         except zmq.Again:
+            frames = None
+        except local.ChannelClosed as closed:
+            connection.died(f"disconnected ({closed})")
+            return None
+        if frames is None:
             self._read_monitors()
-            return
-        self._dispatch(connection, frames)
+        return frames
 
     def _dispatch(self, connection: Connection, frames: Sequence[Any], trust: Trust | None = None) -> None:
         try:
@@ -323,14 +384,11 @@ class Link:
         if not connection.alive:
             raise ActorDiedError(connection.name, self.index(connection), connection.death)
         self.send(connection, self.wire.pack(Kind.CALL, request_id, value, sealed=connection.trust == Trust.SEALED))
-        sock = connection.socket
         while True:
-            try:
-                frames = sockets.recv_frames(sock)
-            except zmq.Again:
-                self._read_monitors()
+            frames = self._receive_one(connection)
+            if frames is None:
                 if not connection.alive:
-                    raise ActorDiedError(connection.name, self.index(connection), connection.death) from None
+                    raise ActorDiedError(connection.name, self.index(connection), connection.death)
                 continue
             try:
                 message = self.wire.unpack(frames, connection.trust)
@@ -366,10 +424,12 @@ class Link:
         self._finalizer()
 
     @staticmethod
-    def _shutdown(context: zmq.Context, connections: list[Connection], relays: "relay_module.Relays") -> None:
+    def _shutdown(context: zmq.Context, connections: list[Connection], relays: "relay_module.Relays",
+                  pool: local.Pool) -> None:
         relays.close()
         for connection in connections:
             connection.close()
+        pool.close()
         context.term()
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import zmq
 
-from . import sockets
+from . import local, sockets
 from .auth import HANDSHAKE_NONCE_BYTES, client_proof, handshake_nonce, proofs_equal, server_proof
 from .errors import ProtocolError
 from .settings import RpcSettings
@@ -65,6 +65,8 @@ class ServingThread:
         self.stats: collections.Counter[str] = collections.Counter()
         self._wire = Wire(secret, settings)
         self._peers: dict[bytes, Trust] = {}
+        self._serial = threading.Lock()      # one message (or gather step) at a time, whichever thread reads it
+        self._channels: dict[bytes, local.Channel] = {}     # node-local peers (see Server), by identity
         self._challenges: collections.OrderedDict[bytes, tuple[bytes, bytes]] = collections.OrderedDict()
         self._context = zmq.Context(io_threads=1)
         self._socket = self._context.socket(zmq.ROUTER)
@@ -99,7 +101,8 @@ class ServingThread:
                     while sock.get(_EVENTS) & _POLLIN:
                         if not self._receive(sock):
                             return
-                    self._idle_work()
+                    with self._serial:
+                        self._idle_work()
                 elif not self._receive(sock):
                     return
         finally:
@@ -112,15 +115,20 @@ class ServingThread:
         identity = frames[0].bytes
         if identity == self._wake_identity:
             return False
+        with self._serial:
+            self._serve(identity, frames[1:])
+        return True
+
+    def _serve(self, identity: bytes, frames: list[Any]) -> None:
+        """Check and serve one message of peer ``identity`` (the caller holds ``_serial``)."""
         try:
-            message = self._wire.unpack(frames[1:], self._peers.get(identity, Trust.NONE))
+            message = self._wire.unpack(frames, self._peers.get(identity, Trust.NONE))
             if message.kind in HANDSHAKE_KINDS:
                 self._handshake(identity, message)
             else:
                 self._handle(identity, message)
         except ProtocolError as error:
             self.stats[error.reason] += 1
-        return True
 
     def _handshake(self, identity: bytes, message: Message) -> None:
         """HELLO -> CHALLENGE; PROOF -> the peer is authenticated (sealed or not, as it proved) -> PONG."""
@@ -157,7 +165,14 @@ class ServingThread:
             frames = self._wire.pack(kind, request_id, value, extra, sealed=sealed)
         except TypeError as error:  # the method returned something that cannot travel
             frames = self._wire.pack(Kind.ERROR, request_id, describe_error(error, self.name), sealed=sealed)
-        sockets.send_frames(self._socket, [identity, *frames])
+        channel = self._channels.get(identity)
+        if channel is None:
+            sockets.send_frames(self._socket, [identity, *frames])
+            return
+        try:
+            channel.send(frames)
+        except local.ChannelClosed:
+            pass                # the channel's thread sees it closed and cleans up
 
     def _handle(self, identity: bytes, message: Message) -> None:
         raise NotImplementedError
@@ -179,8 +194,68 @@ class Server(ServingThread):
         self.target = target
         self.patterns = patterns
         self.callers = 0
-        self._loops: dict[bytes, _GatherLoop] = {}
+        self._loops: dict[bytes, _GatherLoop] = {}           # of ZeroMQ peers (stepped by the ZeroMQ thread)
+        self._local_loops: dict[bytes, _GatherLoop] = {}     # of node-local peers (each stepped by its thread)
+        self._channel_threads: list[threading.Thread] = []
+        self._listener: local.Listener | None = None
         super().__init__(name=name, secret=secret, settings=settings)
+        self.local_name = self._serve_locally()
+
+    def _serve_locally(self) -> str | None:
+        """Accept node-local channels (:mod:`.local`) too; returns the listener's name (None when
+        ``rpc.local`` is off or the platform lacks it)."""
+        if self.settings.local == "off" or not local.available():
+            return None
+        if self._listener is None:
+            self._listener = local.Listener(self._start_channel, self.settings.max_message_bytes)
+        return self._listener.name
+
+    def _start_channel(self, channel: local.Channel) -> None:
+        thread = threading.Thread(target=self._run_channel, args=(channel,), name=f"lamarckian-rpc-{self.name}-local",
+                                  daemon=True)
+        self._channel_threads = [alive for alive in self._channel_threads if alive.is_alive()]
+        self._channel_threads.append(thread)
+        thread.start()
+
+    def _run_channel(self, channel: local.Channel) -> None:
+        """Serve one node-local caller until it goes away: its messages, then its gather steps when it has
+        credits (the same rules as the ZeroMQ thread, one message at a time across both)."""
+        identity = secrets.token_bytes(16)
+        self._channels[identity] = channel
+        try:
+            while True:
+                loop = self._local_loops.get(identity)
+                if loop is not None and loop.credits > 0:
+                    for frames in channel.drain():
+                        self._serve_locked(identity, frames, channel)
+                    with self._serial:
+                        self._gather_step(self._local_loops, identity)
+                else:
+                    self._serve_locked(identity, channel.recv(None), channel)
+        except local.ChannelClosed:
+            pass
+        finally:
+            with self._serial:
+                self._channels.pop(identity, None)
+                self._peers.pop(identity, None)
+                self._local_loops.pop(identity, None)
+            channel.close()
+
+    def _serve_locked(self, identity: bytes, frames: list[Any], channel: local.Channel) -> None:
+        with self._serial:
+            self._serve(identity, frames)
+            if not channel.trusted and identity in self._peers:
+                channel.trusted = True
+
+    def stop(self) -> None:
+        """Stop every thread (node-local ones first) and close every socket; idempotent."""
+        if self._listener is not None:
+            self._listener.stop()
+        for channel in list(self._channels.values()):
+            channel.shutdown()
+        for thread in self._channel_threads:
+            thread.join(timeout=5)
+        super().stop()
 
     def endpoint(self) -> dict[str, Any]:
         """What a caller needs to connect: address, name, node, pid, patterns, CurveZMQ public key."""
@@ -192,6 +267,8 @@ class Server(ServingThread):
             "patterns": sorted(self.patterns),
             "curve_public_key": self.curve_public_key,
             "auth": "handshake",
+            "local": self.local_name,
+            "machine": local.machine_id(),
         }
 
     def _handle(self, identity: bytes, message: Message) -> None:
@@ -202,6 +279,9 @@ class Server(ServingThread):
 
     def _idle_work_ready(self) -> bool:
         return bool(self._loops) and any(loop.credits > 0 for loop in self._loops.values())
+
+    def _loops_of(self, identity: bytes) -> dict[bytes, _GatherLoop]:
+        return self._local_loops if identity in self._channels else self._loops
 
     def _greeting(self) -> dict[str, Any]:
         return {"name": self.name, "patterns": sorted(self.patterns)}
@@ -243,32 +323,37 @@ class Server(ServingThread):
         except Exception as error:  # noqa: BLE001
             self._send(identity, Kind.ERROR, request_id, describe_error(error, self.name))
             return
-        self._loops[identity] = _GatherLoop(method, args, kwargs, value[3], request_id)
+        self._loops_of(identity)[identity] = _GatherLoop(method, args, kwargs, value[3], request_id)
 
     def _on_gather_stop(self, identity: bytes, request_id: int, value: Any) -> None:
-        self._loops.pop(identity, None)
+        self._loops_of(identity).pop(identity, None)
         self._send(identity, Kind.REPLY, request_id, None)
 
     def _on_credit(self, identity: bytes, request_id: int, value: Any) -> None:
         if not isinstance(value, int) or value < 0:
             raise ProtocolError("malformed", "a credit is a non-negative int")
-        loop = self._loops.get(identity)
+        loop = self._loops_of(identity).get(identity)
         if loop is not None and loop.generation == request_id:
             loop.credits += value
 
     def _idle_work(self) -> None:
-        for identity, loop in list(self._loops.items()):
-            if loop.credits <= 0:
-                continue
-            loop.credits -= 1
-            try:
-                result = loop.method(*loop.args, **loop.kwargs)
-            except Exception as error:  # noqa: BLE001
-                del self._loops[identity]
-                self._send(identity, Kind.ERROR, loop.generation, describe_error(error, self.name))
-                continue
-            self.stats["gathered"] += 1
-            self._send(identity, Kind.GATHER_ITEM, loop.generation, result)
+        for identity in list(self._loops):
+            self._gather_step(self._loops, identity)
+
+    def _gather_step(self, loops: dict[bytes, _GatherLoop], identity: bytes) -> None:
+        """Make and send one item of ``identity``'s gather loop if it has a credit (the caller holds ``_serial``)."""
+        loop = loops.get(identity)
+        if loop is None or loop.credits <= 0:
+            return
+        loop.credits -= 1
+        try:
+            result = loop.method(*loop.args, **loop.kwargs)
+        except Exception as error:  # noqa: BLE001
+            del loops[identity]
+            self._send(identity, Kind.ERROR, loop.generation, describe_error(error, self.name))
+            return
+        self.stats["gathered"] += 1
+        self._send(identity, Kind.GATHER_ITEM, loop.generation, result)
 
     _handlers = {
         Kind.PING: _on_ping,

@@ -11,6 +11,7 @@ SERIALIZERS = ("msgpack", "pickle")
 BULK_MACS = ("aes-gmac", "hmac-sha256")
 MAC_MODES = ("auto", "always")
 RELAY_MODES = ("auto", "always", "never")
+LOCAL_MODES = ("auto", "off")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +34,8 @@ class RpcSettings(Section):
         curve: encrypt every connection with CurveZMQ (for untrusted networks).
         relay: ``"auto"`` relays a broadcast through one process per remote node holding 2+ targets;
             ``"always"`` relays every remote node; ``"never"`` sends to each actor directly.
+        local: ``"auto"`` sends every message between two processes of one node over the node-local channel of
+            :mod:`.local` (a Unix socket, large frames in shared memory); ``"off"`` keeps them on ZeroMQ.
         start_timeout: seconds to wait for an actor to start serving (a Ray actor may still be scheduled).
         host: address servers bind to; ``None`` picks 127.0.0.1 on a one-machine cluster, else the node's IP.
     """
@@ -47,6 +50,7 @@ class RpcSettings(Section):
     bulk_mac: str
     curve: bool
     relay: str
+    local: str
     start_timeout: float
     host: str | None
 
@@ -60,6 +64,7 @@ class RpcSettings(Section):
             "mac": self.mac in MAC_MODES,
             "bulk_mac": self.bulk_mac in BULK_MACS,
             "relay": self.relay in RELAY_MODES,
+            "local": self.local in LOCAL_MODES,
         }
         hints = {
             "timeout": "a positive number of seconds",
@@ -70,6 +75,7 @@ class RpcSettings(Section):
             "mac": f"one of {MAC_MODES}",
             "bulk_mac": f"one of {BULK_MACS}",
             "relay": f"one of {RELAY_MODES}",
+            "local": f"one of {LOCAL_MODES}",
         }
         for key, ok in checks.items():
             if not ok:

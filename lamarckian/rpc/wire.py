@@ -135,4 +135,7 @@ class Wire:
         if known is None:
             raise ProtocolError("malformed", f"unknown kind {kind}")
         self._decoder.buffers = data
-        return Message(known, request_id, self._decoder.decode(body), data)
+        try:
+            return Message(known, request_id, self._decoder.decode(body), data)
+        finally:
+            self._decoder.buffers = ()      # the next message's frames, not this one's, are kept (shared memory)

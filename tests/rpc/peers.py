@@ -117,3 +117,26 @@ class ClosesToFile(Echo):
     def close(self) -> None:
         with open(self.path, "w") as stream:
             stream.write("closed")
+
+
+@gather
+@all
+class Holder:
+    """Keeps the last array it was sent (a view of the sender's shared memory, on one node) and checks, when the
+    next one comes, that the kept one still holds what it held when it came."""
+
+    def __init__(self, size: int = 1 << 18) -> None:
+        self.kept: np.ndarray | None = None
+        self.kept_sum = 0.0
+        self.made = 0
+        self.size = size
+
+    def hold(self, array: np.ndarray) -> bool:
+        intact = self.kept is None or float(self.kept.sum(dtype=np.float64)) == self.kept_sum
+        self.kept, self.kept_sum = array, float(array.sum(dtype=np.float64))
+        return intact
+
+    def version(self) -> np.ndarray:
+        """The next of a stream of large arrays, each filled with its own number."""
+        self.made += 1
+        return np.full(self.size, self.made, np.float32)
