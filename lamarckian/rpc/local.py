@@ -51,6 +51,7 @@ MAX_FRAMES = 65536               # per message: a larger count is malformed
 HANDSHAKE_BYTES = 4096           # the most an unauthenticated peer may send in one message
 _COUNT = struct.Struct("<I")
 _WORD = struct.Struct("<Q")
+_ONE_FRAME = struct.Struct("<IQ")
 _SHARED_BIT = 1 << 63            # in a length: the frame lies in a block
 _NEW_BIT = 1 << 63               # in a block id: the block's descriptor comes with this message
 _RELEASE = 0xFFFFFFFF            # a frame count that marks a release record
@@ -228,6 +229,7 @@ class Channel:
         self.pool = Pool()
         self._fileno = sock.fileno()
         self._buffer = bytearray(_READ_BYTES)
+        self._view = memoryview(self._buffer)
         self._rest = b""
         self._fds: collections.deque[int] = collections.deque()
         self._inbox: collections.deque[list[Any]] = collections.deque()
@@ -246,6 +248,12 @@ class Channel:
         """Send one message. Large frames go through this channel's pool unless they already are
         :class:`SharedFrame` (a broadcast's, put once). Blocks while the socket is full, reading the peer's
         messages meanwhile. Raises :class:`ChannelClosed` if the peer is gone."""
+        if len(frames) == 1 and not self._released:     # a small call or reply: the hot path
+            frame = frames[0]
+            nbytes = len(frame) if isinstance(frame, bytes) else memoryview(frame).nbytes
+            if nbytes < BULK_BYTES:
+                self._send_buffers([_ONE_FRAME.pack(1, nbytes), frame], None)
+                return
         if self.trusted:            # nothing is shared before the handshake
             frames = self.pool.share_large(frames)
         table = bytearray(self._release_record())
@@ -283,7 +291,7 @@ class Channel:
             ids.append(self._released.popleft())
         return _COUNT.pack(_RELEASE) + _COUNT.pack(len(ids)) + struct.pack(f"<{len(ids)}Q", *ids)
 
-    def _send_buffers(self, buffers: list[Any], fds: array.array) -> None:
+    def _send_buffers(self, buffers: list[Any], fds: array.array | None) -> None:
         ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)] if fds else []
         while buffers:
             try:
@@ -366,7 +374,7 @@ class Channel:
             if not size:
                 self._fail("closed by the peer")
             got = True
-            data = self._buffer[:size]
+            data = self._view[:size]
             self._rest = self._rest + data if self._rest else bytes(data)
             self._parse()
             if size < _READ_BYTES:
@@ -393,6 +401,23 @@ class Channel:
         position = offset + _COUNT.size
         if count == _RELEASE:
             return self._parse_release(view, position)
+        if count == 1 and len(view) >= position + _WORD.size and not _WORD.unpack_from(view, position)[0] & _SHARED_BIT:
+            return self._parse_small(view, position)
+        return self._parse_frames(view, position, count)
+
+    def _parse_small(self, view: memoryview, position: int) -> int | None:
+        """One inline frame (a small call or reply: the hot path)."""
+        (length,) = _WORD.unpack_from(view, position)
+        if length > (self.max_bytes if self.trusted else HANDSHAKE_BYTES):
+            self._fail(f"a message of {length} bytes from a peer allowed less")
+        start = position + _WORD.size
+        if len(view) < start + length:
+            return None
+        self._inbox.append([view[start:start + length]])
+        return start + length
+
+    def _parse_frames(self, view: memoryview, position: int, count: int) -> int | None:
+        """A message of ``count`` frames, inline or shared."""
         if count > MAX_FRAMES:
             self._fail(f"{count} frames in one message")
         entries = []        # (length, block id or None)
