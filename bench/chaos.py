@@ -101,6 +101,7 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
         "steps_lost": result.get("steps_lost", []), "result": result.get("result"),
         "rss_slope_mb_per_hour": report.slope_per_hour(series, 1, warm_up),
         "fd_slope_per_hour": report.slope_per_hour(series, 2, warm_up),
+        "by_kind": report.by_kind(samples, warm_up),
         "leftover": result["leftover"], "zombies": result["zombies"],
         "restarts": result.get("restarts", {}), "unexpected_exits": result.get("unexpected_exits", []),
         "checks": result.get("checks", {}),

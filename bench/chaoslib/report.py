@@ -75,6 +75,26 @@ def slope_per_hour(series: np.ndarray, column: int, warm_up: float) -> float:
     return float(np.polyfit(late[:, 0] / 3600.0, late[:, column], 1)[0])
 
 
+def by_kind(samples: Sequence[dict[str, Any]], warm_up: float) -> dict[str, dict[str, Any]]:
+    """Per kind of process (``ray::PopulationLearner``, ``raylet``, ...) after ``warm_up`` seconds: how many were
+    alive (min, max), and the slopes per hour of open files and resident MiB per process of that kind and of all of
+    them together (a total that follows the number of processes alive is not a leak; a per-process one is)."""
+    late = [s for s in samples if "by_kind" in s and s["t"] >= warm_up]
+    kinds = sorted({kind for s in late for kind in s["by_kind"]})
+    table = {}
+    for kind in kinds:
+        rows = np.asarray([(s["t"], *s["by_kind"].get(kind, (0, 0, 0))) for s in late], dtype=np.float64)
+        alive = rows[rows[:, 1] > 0]
+        if len(alive) < 3:
+            continue
+        each = np.column_stack([alive[:, 0], alive[:, 2] / alive[:, 1], alive[:, 3] / alive[:, 1]])
+        table[kind] = {"processes": (int(rows[:, 1].min()), int(rows[:, 1].max())),
+                       "fds_per_hour": slope_per_hour(rows[:, [0, 2]], 1, warm_up),
+                       "fds_each_per_hour": slope_per_hour(each, 1, warm_up),
+                       "rss_each_mb_per_hour": slope_per_hour(each, 2, warm_up)}
+    return table
+
+
 def spread(values: Sequence[float]) -> str:
     """'median (max)' of seconds, or '-'."""
     if not values:
@@ -140,6 +160,13 @@ def markdown(figures: dict[str, Any]) -> str:
               f"| restarts by the harness | {_plain(figures['restarts'])} |",
               f"| exits nobody caused | {len(figures['unexpected_exits'])} |"]
     lines += [f"| check: {name} | {'held' if ok else 'FAILED'} |" for name, ok in figures["checks"].items()]
+    kinds = figures.get("by_kind") or {}
+    if kinds:
+        lines += ["", "| process kind | alive (min-max) | open files, all of them | open files, each | "
+                  "resident MiB, each |", "|---|---|---|---|---|"]
+        lines += [f"| {kind} | {row['processes'][0]}-{row['processes'][1]} | {row['fds_per_hour']:+.0f}/h | "
+                  f"{row['fds_each_per_hour']:+.1f}/h | {row['rss_each_mb_per_hour']:+.1f}/h |"
+                  for kind, row in kinds.items()]
     return "\n".join(lines)
 
 
