@@ -196,7 +196,8 @@ def single_node(options: argparse.Namespace) -> None:
     raw = RawClient(ray.get([actor.raw_address.remote() for actor in actors]))
     ours = Patterns(actors, RpcSettings.defaults(), options)
     over_zeromq = Patterns(zeromq_actors, RpcSettings.defaults(local="off"), options)
-    assert all(connection.channel is not None for connection in ours.everyone.link.connections)
+    if None in [connection.channel for connection in ours.everyone.link.connections]:
+        raise SystemExit("rpc.local: auto did not take the node-local channel to actors of this node")
     blob = np.random.default_rng(0).random(BROADCAST_BYTES // 4, dtype=np.float32)
     rows = []
 

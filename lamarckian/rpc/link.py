@@ -232,7 +232,7 @@ class Link:
             frames = packed.get(key)
             if frames is None:
                 frames = packed.get((sealed, False)) or self.wire.pack(kind, request_id, value, sealed=sealed)
-                packed[key] = self.pool.share_large(frames) if key[1] else frames
+                frames = packed[key] = self.pool.share_large(frames) if key[1] else frames
             self.send(connection, frames)
         if relayed:  # the inner message travels on the relay's links inside its node
             inner = self.wire.pack(kind, request_id, value, sealed=self.settings.mac == "always")
@@ -305,7 +305,7 @@ class Link:
         try:
             if channel is None:
                 return sockets.recv_frames(connection.socket)
-            frames = channel.recv(MONITOR_PERIOD)
+            frames = channel.recv(MONITOR_PERIOD, self.settings.spin)
         except zmq.Again:
             frames = None
         except local.ChannelClosed as closed:

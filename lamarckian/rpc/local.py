@@ -40,6 +40,7 @@ import select
 import socket
 import struct
 import threading
+import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -238,6 +239,8 @@ class Channel:
         self._lent: dict[int, Block] = {}                                   # our blocks the peer may still read
         self._mapped: set[int] = set()                                      # our blocks the peer has mapped
         self._timeout: float | None = None
+        self._sent_at = 0.0
+        self._gap = 0.0
 
     def fileno(self) -> int:
         return self._fileno
@@ -252,7 +255,7 @@ class Channel:
             frame = frames[0]
             nbytes = len(frame) if isinstance(frame, bytes) else memoryview(frame).nbytes
             if nbytes < BULK_BYTES:
-                self._send_buffers([_ONE_FRAME.pack(1, nbytes), frame], None)
+                self._send_buffers([_ONE_FRAME.pack(1, nbytes), frame], None, _ONE_FRAME.size + nbytes)
                 return
         if self.trusted:            # nothing is shared before the handshake
             frames = self.pool.share_large(frames)
@@ -260,6 +263,7 @@ class Channel:
         table += _COUNT.pack(len(frames))
         inline: list[Any] = []
         fds = array.array("i")
+        total = 0
         for frame in frames:
             if isinstance(frame, SharedFrame):
                 block = frame.block
@@ -275,7 +279,8 @@ class Channel:
                 table += _WORD.pack(view.nbytes)
                 if view.nbytes:
                     inline.append(view)
-        self._send_buffers([table, *inline], fds)
+                    total += view.nbytes
+        self._send_buffers([table, *inline], fds, total + len(table))
 
     def _lend(self, block: Block) -> None:
         self._mapped.add(block.id)
@@ -291,7 +296,9 @@ class Channel:
             ids.append(self._released.popleft())
         return _COUNT.pack(_RELEASE) + _COUNT.pack(len(ids)) + struct.pack(f"<{len(ids)}Q", *ids)
 
-    def _send_buffers(self, buffers: list[Any], fds: array.array | None) -> None:
+    def _send_buffers(self, buffers: list[Any], fds: array.array | None, total: int) -> None:
+        """Send ``buffers`` (``total`` bytes) and ``fds`` whole."""
+        self._sent_at = time.perf_counter()
         ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)] if fds else []
         while buffers:
             try:
@@ -303,7 +310,10 @@ class Channel:
                 continue
             except OSError as error:
                 self._fail(f"send: {error}")
+            if sent == total:
+                return
             ancillary = []      # the descriptors went with the first byte
+            total -= sent
             buffers = _advance(buffers, sent)
             if buffers:
                 self._wait_writable()
@@ -324,10 +334,20 @@ class Channel:
         """Whether whole messages wait in the inbox (read while sending)."""
         return bool(self._inbox)
 
-    def recv(self, timeout: float | None) -> list[Any] | None:
+    def recv(self, timeout: float | None, spin: float = 0.0, *, adaptive: bool = False) -> list[Any] | None:
         """The next message as a list of frames (memoryviews; shared ones are read-only views of the sender's
-        block), or None if none came within ``timeout`` seconds (None: wait for ever). Raises
-        :class:`ChannelClosed`."""
+        block), or None if none came within ``timeout`` seconds (None: wait for ever). It polls for up to ``spin``
+        seconds before it sleeps in the kernel (a message that comes that soon skips a wake-up); ``adaptive``
+        polls only while messages have lately come within a third of ``spin`` of this side's last send, and
+        for twice that gap at most (a server answering a caller that calls it again at once, not one whose calls
+        go round several actors or come now and then: there the polling would only take a core from them).
+        Raises :class:`ChannelClosed`."""
+        if adaptive:
+            spin = 2 * self._gap if self._gap < spin / 3 else 0.0
+        if spin and not self._inbox:
+            deadline = time.perf_counter() + spin
+            while not self._read() and time.perf_counter() < deadline:
+                os.sched_yield()        # a thread that has work to do gets the core first
         if timeout != self._timeout:
             seconds = 0.0 if timeout is None else max(timeout, 1e-6)
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
@@ -336,6 +356,8 @@ class Channel:
         while not self._inbox:
             if not self._read(wait=True):
                 return None
+        if adaptive:        # how soon after our last send this came (a moving average, seconds)
+            self._gap += 0.25 * (time.perf_counter() - self._sent_at - self._gap)
         return self._inbox.popleft()
 
     def drain(self) -> list[list[Any]]:

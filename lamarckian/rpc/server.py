@@ -231,7 +231,7 @@ class Server(ServingThread):
                     with self._serial:
                         self._gather_step(self._local_loops, identity)
                 else:
-                    self._serve_locked(identity, channel.recv(None), channel)
+                    self._serve_locked(identity, channel.recv(None, self.settings.spin, adaptive=True), channel)
         except local.ChannelClosed:
             pass
         finally:

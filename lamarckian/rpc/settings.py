@@ -36,6 +36,8 @@ class RpcSettings(Section):
             ``"always"`` relays every remote node; ``"never"`` sends to each actor directly.
         local: ``"auto"`` sends every message between two processes of one node over the node-local channel of
             :mod:`.local` (a Unix socket, large frames in shared memory); ``"off"`` keeps them on ZeroMQ.
+        spin: seconds a node-local wait for a message polls before it sleeps in the kernel (an answer that comes
+            sooner skips the wake-ups: a no-op call takes ~20 µs instead of ~80 µs on one node); 0 never polls.
         start_timeout: seconds to wait for an actor to start serving (a Ray actor may still be scheduled).
         host: address servers bind to; ``None`` picks 127.0.0.1 on a one-machine cluster, else the node's IP.
     """
@@ -51,6 +53,7 @@ class RpcSettings(Section):
     curve: bool
     relay: str
     local: str
+    spin: float
     start_timeout: float
     host: str | None
 
@@ -65,6 +68,7 @@ class RpcSettings(Section):
             "bulk_mac": self.bulk_mac in BULK_MACS,
             "relay": self.relay in RELAY_MODES,
             "local": self.local in LOCAL_MODES,
+            "spin": 0 <= self.spin <= 0.01,
         }
         hints = {
             "timeout": "a positive number of seconds",
@@ -76,6 +80,7 @@ class RpcSettings(Section):
             "bulk_mac": f"one of {BULK_MACS}",
             "relay": f"one of {RELAY_MODES}",
             "local": f"one of {LOCAL_MODES}",
+            "spin": "seconds between 0 and 0.01",
         }
         for key, ok in checks.items():
             if not ok:

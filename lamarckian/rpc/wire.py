@@ -102,10 +102,13 @@ class Wire:
     def unpack(self, frames: Sequence[Any], trust: Trust = Trust.SEALED) -> Message:
         """Verify and decode frames (bytes or ``zmq.Frame``) from a peer trusted as ``trust``; raises
         :class:`ProtocolError` with a reason (malformed, oversize, version, unauthenticated)."""
-        try:
-            views = [frame.buffer for frame in frames]          # zmq.Frame
-        except AttributeError:
-            views = [memoryview(frame) for frame in frames]     # bytes, memoryviews (a relay's inner frames)
+        if not frames or type(frames[0]) is memoryview:
+            views = frames                                      # a node-local channel's
+        else:
+            try:
+                views = [frame.buffer for frame in frames]      # zmq.Frame
+            except AttributeError:
+                views = [memoryview(frame) for frame in frames]  # bytes (a relay's inner frames)
         total = 0
         for view in views:
             total += view.nbytes
