@@ -58,6 +58,8 @@ class RpcSettings(Section):
     host: str | None
 
     def __post_init__(self) -> None:
+        if self.local is False:     # YAML reads a bare `off` as false
+            object.__setattr__(self, "local", "off")
         checks = {
             "timeout": self.timeout > 0,
             "start_timeout": self.start_timeout > 0,

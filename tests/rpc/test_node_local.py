@@ -283,3 +283,11 @@ def test_a_receiver_keeping_every_array_gets_the_rest_inline_and_the_pool_stays_
             assert len(gathering.all.link.connections[0].channel._mappings) <= local.MAX_BLOCKS
     finally:
         child.close()
+
+
+def test_rpc_local_off_written_bare_in_yaml_means_off():
+    import yaml
+
+    assert RpcSettings.from_mapping(yaml.safe_load("local: off")).local == "off"
+    with pytest.raises(ValueError, match="rpc.local"):
+        RpcSettings.from_mapping({"local": "sometimes"})
