@@ -174,12 +174,7 @@ class Link:
 
     def detach(self, connection: Connection) -> None:
         """Stop polling and close ``connection``; the peer's server keeps running."""
-        key = connection.socket if connection.channel is None else connection.channel.fileno()
-        if key in self._by_socket:
-            self._poller.unregister(key)
-            del self._by_socket[key]
-        if connection in self._local:
-            self._local.remove(connection)
+        self._stop_polling(connection)
         if connection in self._monitored:
             self._monitored.remove(connection)
         if connection in self.connections:
@@ -191,6 +186,22 @@ class Link:
         if release is not None and not isinstance(connection.handle, _ray_handle_type() or ()):
             release()
         connection.close()
+
+    def _stop_polling(self, connection: Connection) -> None:
+        """Forget ``connection``'s socket or channel descriptor (a closed channel's number may already be another
+        socket's: only the entry that is still this connection's goes)."""
+        key = connection.socket if connection.channel is None else connection.channel.fileno()
+        if self._by_socket.get(key) is connection:
+            self._poller.unregister(key)
+            del self._by_socket[key]
+        if connection in self._local:
+            self._local.remove(connection)
+
+    def _channel_closed(self, connection: Connection, closed: local.ChannelClosed) -> None:
+        """The peer's channel closed (its process died): the peer is dead, and the channel's descriptor, closed
+        now, is no longer polled."""
+        connection.died(f"disconnected ({closed})")
+        self._stop_polling(connection)
 
     def index(self, connection: Connection) -> int | None:
         return self.connections.index(connection) if connection in self.connections else None
@@ -211,7 +222,7 @@ class Link:
             try:
                 connection.channel.send(frames)
             except local.ChannelClosed as closed:
-                connection.died(f"disconnected ({closed})")
+                self._channel_closed(connection, closed)
         for frame in frames:
             self.bytes_sent += len(frame)
 
@@ -255,7 +266,9 @@ class Link:
             timeout_ms = 0
         events = self._poller.poll(_MONITOR_MS if timeout_ms is None else min(timeout_ms, _MONITOR_MS))
         for sock, _ in events:
-            connection = self._by_socket[sock]
+            connection = self._by_socket.get(sock)
+            if connection is None:
+                continue        # a channel that closed while this batch was read
             if connection.channel is None:
                 for frames in sockets.readable_frames(sock):
                     self._dispatch(connection, frames)
@@ -272,7 +285,7 @@ class Link:
             for frames in connection.channel.drain():
                 self._dispatch(connection, frames)
         except local.ChannelClosed as closed:
-            connection.died(f"disconnected ({closed})")
+            self._channel_closed(connection, closed)
 
     def _read_monitors(self) -> None:
         self._next_monitor_read = time.monotonic() + MONITOR_PERIOD
@@ -309,7 +322,7 @@ class Link:
         except zmq.Again:
             frames = None
         except local.ChannelClosed as closed:
-            connection.died(f"disconnected ({closed})")
+            self._channel_closed(connection, closed)
             return None
         if frames is None:
             self._read_monitors()

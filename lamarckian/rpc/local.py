@@ -342,6 +342,8 @@ class Channel:
         for twice that gap at most (a server answering a caller that calls it again at once, not one whose calls
         go round several actors or come now and then: there the polling would only take a core from them).
         Raises :class:`ChannelClosed`."""
+        if self.closed:
+            raise ChannelClosed("closed")
         if adaptive:
             spin = 2 * self._gap if self._gap < spin / 3 else 0.0
         if spin and not self._inbox:

@@ -291,3 +291,23 @@ def test_rpc_local_off_written_bare_in_yaml_means_off():
     assert RpcSettings.from_mapping(yaml.safe_load("local: off")).local == "off"
     with pytest.raises(ValueError, match="rpc.local"):
         RpcSettings.from_mapping({"local": "sometimes"})
+
+
+def test_a_replacement_added_before_the_dead_one_is_removed_is_served():
+    """The dead one's channel is closed at once; its descriptor number may be the replacement's by the time the
+    dead one is removed, which must not unhook the replacement."""
+    children = [spawn(Echo, 1), spawn(Echo, 2)]
+    everyone = All(children)
+    try:
+        os.kill(children[1].pid, signal.SIGKILL)
+        with pytest.raises(ActorDiedError):
+            for _ in range(100):
+                everyone("add", 0)
+        children.append(spawn(Echo, 3))
+        everyone.add(children[2])
+        everyone.remove(children[1])
+        assert everyone("add", 0) == [2, 4]
+    finally:
+        everyone.close()
+        for child in children:
+            child.kill()
