@@ -177,38 +177,42 @@ class Pool:
 
 
 class _Region:
-    """What a received frame's array is built on: a read-only window of a mapped block. When the last array over
-    it is gone, the block goes back to the sender (listed in the next message this side sends)."""
+    """What a received frame's array is built on: its own private, copy-on-write mapping of the frame's bytes in
+    the sender's block (reading shares the sender's pages; a write, say through ``torch.from_numpy``, gets a page
+    of its own instead of a crash or a change the sender would see). The array is flagged read-only, as one over a
+    ZeroMQ frame is. When the last array over it is gone, the block goes back to the sender (listed in the next
+    message this side sends) and the mapping is dropped."""
 
-    __slots__ = ("__array_interface__", "_mapping", "_released", "_block")
+    __slots__ = ("__array_interface__", "_memory", "_released", "_block")
 
-    def __init__(self, mapping: "_Mapping", nbytes: int, block: int, released: collections.deque[int]) -> None:
-        self.__array_interface__ = {"data": (mapping.address, True), "shape": (nbytes,), "typestr": "|u1",
-                                    "version": 3}
-        self._mapping = mapping
+    def __init__(self, fd: int, nbytes: int, block: int, released: collections.deque[int]) -> None:
         self._released = released
         self._block = block
+        self._memory = mmap.mmap(fd, nbytes, access=mmap.ACCESS_COPY)
+        address = np.frombuffer(self._memory, np.uint8).ctypes.data
+        self.__array_interface__ = {"data": (address, True), "shape": (nbytes,), "typestr": "|u1", "version": 3}
 
     def __del__(self) -> None:
         self._released.append(self._block)
 
 
-class _Mapping:
-    """A block mapped read-only, kept while any of its regions lives."""
+class _Block:
+    """The receiver's descriptor of one of the peer's blocks (checked once: sealed against shrinking)."""
 
-    __slots__ = ("memory", "address", "capacity")
+    __slots__ = ("fd", "capacity")
 
     def __init__(self, fd: int) -> None:
         try:
             if fcntl.fcntl(fd, fcntl.F_GET_SEALS) & _SEALS != _SEALS:
                 raise ChannelClosed("a block that is not sealed against shrinking")
             self.capacity = os.fstat(fd).st_size
-            self.memory = mmap.mmap(fd, self.capacity, mmap.MAP_SHARED, mmap.PROT_READ)
-        except OSError as error:
-            raise ChannelClosed(f"a block that cannot be mapped: {error}") from None
-        finally:
+        except BaseException:
             os.close(fd)
-        self.address = np.frombuffer(self.memory, np.uint8).ctypes.data
+            raise
+        self.fd = fd
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 # --- one end of a link -----------------------------------------------------------------------------------
@@ -234,7 +238,7 @@ class Channel:
         self._rest = b""
         self._fds: collections.deque[int] = collections.deque()
         self._inbox: collections.deque[list[Any]] = collections.deque()
-        self._mappings: dict[int, _Mapping] = {}
+        self._blocks: dict[int, _Block] = {}                                # the peer's blocks we were sent
         self._released: collections.deque[int] = collections.deque()     # blocks of the peer we are done with
         self._lent: dict[int, Block] = {}                                   # our blocks the peer may still read
         self._mapped: set[int] = set()                                      # our blocks the peer has mapped
@@ -498,11 +502,22 @@ class Channel:
             block &= ~_NEW_BIT
             if not self._fds:
                 self._fail("a new block without its descriptor")
-            self._mappings[block] = _Mapping(self._fds.popleft())
-        mapping = self._mappings.get(block)
-        if mapping is None or nbytes > mapping.capacity:
+            try:
+                known = _Block(self._fds.popleft())
+            except (OSError, ChannelClosed) as error:
+                self._fail(f"a block that cannot be used: {error}")
+            old = self._blocks.pop(block, None)
+            if old is not None:
+                old.close()
+            self._blocks[block] = known
+        known = self._blocks.get(block)
+        if known is None or nbytes > known.capacity:
             self._fail(f"a frame of {nbytes} bytes in unknown or smaller block {block}")
-        return memoryview(np.asarray(_Region(mapping, nbytes, block, self._released)))
+        try:
+            region = _Region(known.fd, nbytes, block, self._released)
+        except OSError as error:
+            self._fail(f"a block that cannot be mapped: {error}")
+        return memoryview(np.asarray(region))
 
     # --- closing ------------------------------------------------------------------------------------
 
@@ -523,7 +538,9 @@ class Channel:
         for block in self._lent.values():
             block.holders.discard(self)
         self._lent.clear()
-        self._mappings.clear()
+        for known in self._blocks.values():
+            known.close()
+        self._blocks.clear()
         self.pool.close()
 
     def shutdown(self) -> None:

@@ -280,7 +280,7 @@ def test_a_receiver_keeping_every_array_gets_the_rest_inline_and_the_pool_stays_
         with Gather(All([child]), credits=2) as gathering, gathering.gathering("version"):
             kept = [gathering() for _ in range(local.MAX_BLOCKS + 20)]
             assert [int(array[0]) for array in kept] == list(range(1, local.MAX_BLOCKS + 21))
-            assert len(gathering.all.link.connections[0].channel._mappings) <= local.MAX_BLOCKS
+            assert len(gathering.all.link.connections[0].channel._blocks) <= local.MAX_BLOCKS
     finally:
         child.close()
 
@@ -311,3 +311,21 @@ def test_a_replacement_added_before_the_dead_one_is_removed_is_served():
         everyone.close()
         for child in children:
             child.kill()
+
+
+def test_writing_into_a_received_array_through_torch_changes_nothing_else():
+    """Received arrays are read-only, but torch.from_numpy writes anyway: the write lands in a private copy of the
+    page, not in the sender's block (nor is it a crash), and later versions through the same block are intact."""
+    import torch
+
+    child = spawn(Holder)
+    try:
+        with Gather(All([child]), credits=1) as gathering, gathering.gathering("version"):
+            for version in range(1, 41):
+                item = gathering()
+                assert float(item.min()) == float(item.max()) == version
+                torch.from_numpy(item).add_(1000)       # torch warns that the array is read-only
+                assert float(item[0]) == version + 1000
+                del item
+    finally:
+        child.close()
