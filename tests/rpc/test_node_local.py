@@ -32,6 +32,15 @@ def fork_server():
     warm_up(["numpy", "lamarckian.rpc"])
 
 
+@pytest.fixture
+def server():
+    """A Holder served in this process (the server under test), stopped afterwards."""
+    served = Server(Holder(), name="holder", secret=run_secret(), settings=RpcSettings.defaults(),
+                    patterns=frozenset({"all"}))
+    yield served
+    served.stop()
+
+
 def open_files(pid: int | str = "self") -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
@@ -172,31 +181,27 @@ CALLER = textwrap.dedent("""
 """)
 
 
-def test_a_caller_killed_mid_transfer_leaves_the_server_serving_and_nothing_behind():
+def test_a_caller_killed_mid_transfer_leaves_the_server_serving_and_nothing_behind(server):
     gc.collect()
-    secret = run_secret()
-    server = Server(Holder(), name="holder", secret=secret, settings=RpcSettings.defaults(), patterns=frozenset({"all"}))
-    try:
-        files = open_files()
-        script = CALLER.replace("ENDPOINT", repr(server.endpoint())).replace("SECRET", repr(secret.hex()))
-        caller = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-        assert caller.stdout.readline().strip() == "connected"
-        time.sleep(0.5)
-        caller.kill()
-        caller.wait()
-        caller.stdout.close()
-        deadline = time.monotonic() + 10
-        while server._channels and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not server._channels
-        server.target.kept = None      # what the dead caller sent is let go
-        gc.collect()
-        assert memfds() == 0
-        assert open_files() == files
-        with All([server_handle(server)], secret=secret) as everyone:
-            assert everyone("hold", np.ones(BIG // 4, np.float32)) == [True]
-    finally:
-        server.stop()
+    secret = server.secret
+    files = open_files()
+    script = CALLER.replace("ENDPOINT", repr(server.endpoint())).replace("SECRET", repr(secret.hex()))
+    caller = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert caller.stdout.readline().strip() == "connected"
+    time.sleep(0.5)
+    caller.kill()
+    caller.wait()
+    caller.stdout.close()
+    deadline = time.monotonic() + 10
+    while server._channels and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not server._channels
+    server.target.kept = None      # what the dead caller sent is let go
+    gc.collect()
+    assert memfds() == 0
+    assert open_files() == files
+    with All([server_handle(server)], secret=secret) as everyone:
+        assert everyone("hold", np.ones(BIG // 4, np.float32)) == [True]
 
 
 def server_handle(server: Server):
@@ -207,58 +212,43 @@ def server_handle(server: Server):
     return Handle()
 
 
-def test_a_peer_without_the_secret_gets_nothing_served_and_no_memory():
-    server = Server(Holder(), name="holder", secret=run_secret(), settings=RpcSettings.defaults(),
-                    patterns=frozenset({"all"}))
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as intruder:
-            intruder.connect("\0" + server.local_name)
-            body = b"LK\x02\x03" + struct.pack(">Q", 1) + b"\x93\xa4hold\x90\x80"    # a plain CALL, no handshake
-            intruder.sendall(struct.pack("<IQ", 1, len(body)) + body)
-            intruder.settimeout(1.0)
-            time.sleep(0.3)
-            with pytest.raises(TimeoutError):
-                intruder.recv(1 << 16)
-        deadline = time.monotonic() + 5
-        while server.stats["unauthenticated"] < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert server.stats["unauthenticated"] == 1
-        assert server.stats["served"] == 0
-    finally:
-        server.stop()
+def test_a_peer_without_the_secret_gets_nothing_served_and_no_memory(server):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as intruder:
+        intruder.connect("\0" + server.local_name)
+        body = b"LK\x02\x03" + struct.pack(">Q", 1) + b"\x93\xa4hold\x90\x80"    # a plain CALL, no handshake
+        intruder.sendall(struct.pack("<IQ", 1, len(body)) + body)
+        intruder.settimeout(1.0)
+        time.sleep(0.3)
+        with pytest.raises(TimeoutError):
+            intruder.recv(1 << 16)
+    deadline = time.monotonic() + 5
+    while server.stats["unauthenticated"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.stats["unauthenticated"] == 1
+    assert server.stats["served"] == 0
 
 
-def test_a_message_over_the_handshake_limit_closes_an_unauthenticated_channel():
-    server = Server(Holder(), name="holder", secret=run_secret(), settings=RpcSettings.defaults(),
-                    patterns=frozenset({"all"}))
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as intruder:
-            intruder.connect("\0" + server.local_name)
-            intruder.sendall(struct.pack("<IQ", 1, local.HANDSHAKE_BYTES + 1))
-            intruder.settimeout(5.0)
-            assert intruder.recv(16) == b""
-    finally:
-        server.stop()
+def test_a_message_over_the_handshake_limit_closes_an_unauthenticated_channel(server):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as intruder:
+        intruder.connect("\0" + server.local_name)
+        intruder.sendall(struct.pack("<IQ", 1, local.HANDSHAKE_BYTES + 1))
+        intruder.settimeout(5.0)
+        assert intruder.recv(16) == b""
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="changing to another user needs root")
-def test_a_process_of_another_user_is_refused():
-    server = Server(Holder(), name="holder", secret=run_secret(), settings=RpcSettings.defaults(),
-                    patterns=frozenset({"all"}))
-    try:
-        probe = textwrap.dedent(f"""
-            import os, socket
-            os.setgid(65534); os.setuid(65534)
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect("\\0" + {server.local_name!r})
-            s.settimeout(5)
-            print(repr(s.recv(16)))
-        """)
-        result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30)
-        assert result.stdout.strip() == "b''"
-        assert server._listener.refused == 1
-    finally:
-        server.stop()
+def test_a_process_of_another_user_is_refused(server):
+    probe = textwrap.dedent(f"""
+        import os, socket
+        os.setgid(65534); os.setuid(65534)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect("\\0" + {server.local_name!r})
+        s.settimeout(5)
+        print(repr(s.recv(16)))
+    """)
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30)
+    assert result.stdout.strip() == "b''"
+    assert server._listener.refused == 1
 
 
 def test_any_uses_the_channel_for_calls_and_reports_a_death():
