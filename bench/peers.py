@@ -6,8 +6,9 @@ deterministic evaluation of 10 episodes at the threshold. Medians over seeds, th
 ratio of ours to the fastest peer.
 
 - ours: what a user types, ``train.py -c mdp/gym.yml mdp/gym/<task>.yml rl/<algorithm>.yml`` with the shipped
-  values, evaluating every second (``evaluator.interval=1``); the moment is ``--profile``'s "training ends" (the
-  stop rule held at that evaluation);
+  values, evaluating every second (``evaluator.interval=1``); the moment is ``--profile``'s "stop rule holds" (the
+  evaluation that crossed the threshold finished; evaluations run beside training), its env steps those of the
+  weights that evaluation judged;
 - stable-baselines3 2.9.2 and sbx 0.28 (SB3 in JAX) with rl-baselines3-zoo's tuned values and budget
   (``n_timesteps``: their exploration and learning-rate schedules run over it), evaluating every ``eval_steps``
   env steps (bench/peer_run.py). They are installed for this benchmark only, in their own virtual
@@ -96,7 +97,7 @@ def run_ours(row: Row, seed: int, limit: float) -> dict[str, Any]:
             raise RuntimeError(f"train.py failed ({row.title}, seed {seed}):\n{completed.stderr[-2000:]}")
         rows = read_rows(root / "evaluations.csv")
     reached = next((r for r in rows if r["fitness"] >= row.threshold), None)
-    ends = re.search(r"^training ends\s+([\d.]+)", completed.stderr, re.MULTILINE)
+    ends = re.search(r"^stop rule holds\s+([\d.]+)", completed.stderr, re.MULTILINE)   # that evaluation's end
     first_step = re.search(r"^first env step \(the earliest actor\)\s+([\d.]+)", completed.stderr, re.MULTILINE)
     return {"seconds": float(ends.group(1)) if reached and ends else math.nan,
             "steps": reached["cost"] if reached else math.nan,

@@ -7,6 +7,7 @@ import argparse
 import errno
 import logging
 import math
+import os
 import shutil
 import sys
 import threading
@@ -15,8 +16,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
-from .config import ConfigError
-from .config.sections import RunSettings, TrainSettings
+from .config import ConfigError, lookup
+from .config.sections import RaySettings, RemoteSettings, RunSettings, SampleSettings, TrainSettings
 from .extras import missing_dependency
 
 #: errors that mean the user asked for something that cannot be (a bad key, value, file, missing extra): exit 2
@@ -48,8 +49,24 @@ def configure_process(config: Mapping[str, Any]) -> None:
     threads (``train.threads``) and its random stream (``seed``)."""
     import torch
 
-    torch.set_num_threads(max(1, TrainSettings.from_config(config).threads))
+    torch.set_num_threads(learner_threads(config))
     torch.manual_seed(RunSettings.from_config(config).seed)
+
+
+MAX_AUTO_THREADS = 4     # a small network's update gains nothing from more
+
+
+def learner_threads(config: Mapping[str, Any]) -> int:
+    """``train.threads``, or where it is 0 the cores this process may run on less one per actor that runs on this
+    machine (the actors of ``ray.launch`` auto/processes, or of a local Ray; none with ``ray.address`` or remote
+    workers), between 1 and :data:`MAX_AUTO_THREADS`: the learner never oversubscribes the cores beside them."""
+    threads = TrainSettings.from_config(config).threads
+    if threads:
+        return threads
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    elsewhere = RaySettings.from_config(config).address or RemoteSettings.from_config(config).server
+    local_actors = 0 if elsewhere else SampleSettings.from_config(config).actors
+    return max(1, min(MAX_AUTO_THREADS, cores - local_actors))
 
 
 def start_ray(ray_config: Mapping[str, Any]) -> bool:
@@ -80,10 +97,26 @@ def run_arguments(prog: str, doc: str, argv: Sequence[str] | None, profile: bool
     parser.add_argument("-D", action="store_true", help="delete the whole run directory first")
     parser.add_argument("--debug", action="store_true",
                         help="autograd anomaly detection and local mode (actors in this process, no Ray)")
+    parser.add_argument("--print-config", action="store_true",
+                        help="print the resolved configuration and where each value you set came from, then exit")
     if profile:
         parser.add_argument("--profile", action="store_true",
                             help="print where the run's seconds went, from process start to shutdown")
     return parser.parse_args(argv)
+
+
+def print_config(config: Mapping[str, Any], sources: Any) -> None:
+    """The resolved configuration as YAML, then each key a file, a tuned section or ``-m`` set, with its origin
+    (``--print-config``): the precedence at a glance."""
+    print(yaml.safe_dump(dict(config), sort_keys=False), end="")
+    print("# set by (the last one wins: -c files in order < the task's tuned.<rl.algorithm> < -m):")
+    for key, origin in sorted(sources.by_key.items()):
+        try:
+            value = lookup(config, key)
+        except KeyError:                  # another algorithm's tuned section, or a deleted key
+            continue
+        if not isinstance(value, dict):
+            print(f"#   {key} = {value!r}: {origin}")
 
 
 def prepare_run(root: Path, config: dict[str, Any], delete_checkpoints: bool, delete_all: bool,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .cli import configure_process, prepare_run, run_arguments, run_job, start_ray, usage_error
+from .cli import configure_process, prepare_run, print_config, run_arguments, run_job, start_ray, usage_error
 from .config import load_with_sources, refuse_ignored
 from .config.sections import RaySettings, RemoteSettings, TrainSettings
 from .timeline import TIMELINE
@@ -104,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         config, sources = load_with_sources(args.config, args.modify)
         refuse_ignored(config, sources, *ignored_settings(config))
         TIMELINE.mark("configuration read")
+        if args.print_config:
+            print_config(config, sources)
+            return 0
         if args.debug:
             config["ray"]["local_mode"] = True
         uses_ray = fleet_uses_ray(config)

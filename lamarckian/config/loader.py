@@ -16,6 +16,7 @@ import yaml
 
 from .errors import ConfigError
 from .expression import Expression, ExpressionError
+from .tuned import apply_tuned, check_tuned
 
 PACKAGE = Path(__file__).resolve().parents[1]
 DEFAULTS = PACKAGE / "lamarckian.yml"      # every key's default (package data: a wheel carries it)
@@ -93,6 +94,11 @@ class Sources:
             self.by_key[prefix[:-1]] = origin
 
     def of(self, key: str) -> str:
+        """The origin of ``key``: what set it, or the nearest parent that was set (or a child, when only a child
+        was: ``-m a.b.c=1`` names the origin of ``a.b``)."""
+        child = next((origin for name, origin in self.by_key.items() if name.startswith(f"{key}.")), None)
+        if key not in self.by_key and child is not None:
+            return child
         parts = key.split(".")
         for end in range(len(parts), 0, -1):
             origin = self.by_key.get(".".join(parts[:end]))
@@ -272,20 +278,35 @@ def _expressions_to_text(config: Any) -> Any:
 
 def read_config(files: Iterable[str] = (), modifications: Iterable[str] = (), *, defaults: Path = DEFAULTS,
                 ranges: bool = False) -> tuple[dict[str, Any], Sources]:
-    """Defaults ← each ``-c`` file in order ← each ``-m`` edit, then references; every key and type checked against
-    the defaults, and which file (or ``-m``) set each key the user set. The typed sections' ranges are checked by
-    :func:`lamarckian.config.checked.load`, which users call."""
+    """Defaults ← each ``-c`` file in order ← the task's ``tuned.<rl.algorithm>`` section ← each ``-m`` edit, then
+    references; every key and type checked against the defaults, and which file (or ``-m``, or tuned section) set
+    each key the user set. The typed sections' ranges are checked by :func:`lamarckian.config.checked.load`, which
+    users call."""
     sources = Sources()
     schema = read_yaml(defaults)
     config = copy.deepcopy(schema)
     for name in files:
         merge(config, load_file(resolve_file(name), sources))
+    edited: list[str] = []
     for text in modifications:
         key, value, delete = parse_modification(text)
         apply_modification(config, key, value, delete)
         sources.by_key[key] = f"-m {text}"
+        edited.append(key)
     config = resolve_references(config, sources)
-    validate(config, resolve_references(schema, Sources()), sources, ranges=ranges)
+    checked_schema = resolve_references(schema, Sources())
+
+    def set_by_edit(key: str) -> bool:
+        return any(key == e or key.startswith(f"{e}.") or e.startswith(f"{key}.") for e in edited)
+
+    check_tuned(config, sources.of, lambda section, prefix: validate(section, checked_schema, sources,
+                                                                     ranges=ranges, prefix=prefix))
+    try:
+        algorithm = str(lookup(config, "rl.algorithm"))
+    except KeyError:                                  # a schema without algorithms (tests' own defaults)
+        algorithm = ""
+    apply_tuned(config, algorithm, set_by_edit, sources.by_key.__setitem__, sources.of)
+    validate(config, checked_schema, sources, ranges=ranges)
     config = _expressions_to_text(config)
     config["root"] = os.path.expanduser(str(config.get("root") or ""))
     return config, sources

@@ -207,7 +207,7 @@ class TrainSettings(Section):
     rank_timeout: float
 
     def __post_init__(self) -> None:
-        _require(self, lr=self.lr >= 0, lr_horizon=self.lr_horizon > 0, batch=self.batch >= 1, threads=self.threads >= 1,
+        _require(self, lr=self.lr >= 0, lr_horizon=self.lr_horizon > 0, batch=self.batch >= 1, threads=self.threads >= 0,
                  grad_clip=self.grad_clip is None or self.grad_clip > 0, rank_timeout=self.rank_timeout > 0,
                  ranks=self.ranks >= 1, rank_gpus=self.rank_gpus >= 0, rank_cpus=self.rank_cpus >= 0,
                  device=self.device == "auto" or _is_device(self.device), gpus=self.gpus >= 1)
@@ -256,6 +256,8 @@ class EvaluatorSettings(Section):
     OTHER_KEYS = ("checkpoint",)
 
     interval: float
+    interval_steps: int
+    beside: bool
     episodes: int
     opponent: str
     max_steps: int
@@ -265,7 +267,8 @@ class EvaluatorSettings(Section):
     wandb: str | None
 
     def __post_init__(self) -> None:
-        _require(self, interval=self.interval >= 0, episodes=self.episodes >= 0, max_steps=self.max_steps >= 0)
+        _require(self, interval=self.interval >= 0, interval_steps=self.interval_steps >= 0,
+                 episodes=self.episodes >= 0, max_steps=self.max_steps >= 0)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,6 +5,8 @@ One array is one zero-copy RPC frame; its layout is the module's ``state_dict`` 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 from torch import nn
@@ -27,7 +29,10 @@ def to_blob(module: nn.Module) -> np.ndarray:
 
 def load_blob(module: nn.Module, blob: np.ndarray) -> None:
     """Copy a blob made by :func:`to_blob` from a module of the same architecture into ``module``."""
-    flat = torch.as_tensor(np.asarray(blob, dtype=np.float32))
+    array = np.asarray(blob, dtype=np.float32)
+    with warnings.catch_warnings():      # a received blob is a read-only view; it is only read from here
+        warnings.filterwarnings("ignore", "The given NumPy array is not writable", UserWarning)
+        flat = torch.as_tensor(array)
     expected = blob_size(module)
     if flat.ndim != 1 or flat.numel() != expected:
         raise ValueError(f"weight blob has {flat.numel()} values, the model needs {expected} (another architecture?)")

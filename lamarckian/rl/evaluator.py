@@ -32,35 +32,53 @@ class Evaluator:
     """Decides when to evaluate and when to stop.
 
     Args:
-        settings: the ``evaluator`` section (interval in seconds, episodes, opponent, terminate expression).
+        settings: the ``evaluator`` section (interval in seconds and in env steps, episodes, opponent, terminate
+            expression).
     """
 
     def __init__(self, settings: EvaluatorSettings) -> None:
         self.settings = settings
         self.interval = settings.interval
+        self.interval_steps = settings.interval_steps
         self.episodes = settings.episodes
         self.opponent = settings.opponent
         self.terminate = Expression(settings.terminate) if settings.terminate else None
-        self.last = -math.inf
+        self.last = -math.inf                     # monotonic time of the latest evaluation's start
+        self.last_cost = -math.inf                # env steps at the latest evaluation's start
         self.results: list[EpisodeResult] = []  # the latest evaluation's episode results
         self.history: list[dict[str, Any]] = []  # every evaluation of the run: time, cost, iteration, summary
         self.spent = 0.0                          # seconds the run's evaluations took (part of its time)
         self.latest: dict[str, float] = {"episodes": 0.0, "fitness": math.nan, "win": math.nan}
 
-    def due(self, now: float | None = None) -> bool:
-        return self.episodes > 0 and (now if now is not None else time.monotonic()) - self.last >= self.interval
+    def due(self, now: float | None = None, cost: float | None = None) -> bool:
+        """An evaluation is due: ``evaluator.interval`` seconds, or ``evaluator.interval_steps`` env steps (when
+        set, and ``cost`` is given), since the latest one started."""
+        if self.episodes <= 0:
+            return False
+        if self.interval_steps and cost is not None and cost - self.last_cost >= self.interval_steps:
+            return True
+        return (now if now is not None else time.monotonic()) - self.last >= self.interval
+
+    def started(self, cost: float) -> None:
+        """An evaluation starts now, at ``cost`` env steps (the intervals count from here)."""
+        self.last, self.last_cost = time.monotonic(), cost
+
+    def shares(self, actors: int) -> list[int]:
+        """``episodes`` split over ``actors`` (the first ones play one more where it does not divide)."""
+        return [self.episodes // actors + (1 if i < self.episodes % actors else 0) for i in range(actors)]
+
+    def conclude(self, per_actor: Sequence[Sequence[dict[str, Any]]], shares: Sequence[int]) -> dict[str, float]:
+        """Keep and return the summary of the actors' results (wire form; each actor's first ``share``)."""
+        self.results = [EpisodeResult.from_wire(r) for share, actor_results in zip(shares, per_actor)
+                        for r in actor_results[:share]]
+        self.latest = summarize(self.results)
+        return self.latest
 
     def evaluate(self, everyone: Any) -> dict[str, float]:
         """Split ``episodes`` over the actors of ``everyone`` (an All), play them, keep and return the summary."""
         self.last = time.monotonic()
-        count = len(everyone)
-        shares = [self.episodes // count + (1 if i < self.episodes % count else 0) for i in range(count)]
-        per_actor = everyone("evaluate", max(shares), self.opponent)
-        results = [EpisodeResult.from_wire(r) for share, actor_results in zip(shares, per_actor)
-                   for r in actor_results[:share]]
-        self.results = results
-        self.latest = summarize(results)
-        return self.latest
+        shares = self.shares(len(everyone))
+        return self.conclude(everyone("evaluate", max(shares), self.opponent), shares)
 
     def should_stop(self, cost: int, iteration: int, elapsed: float, training: Mapping[str, float]) -> bool:
         """``evaluator.terminate`` with ``self`` = cost (env steps; also ``env_steps``), iteration, time (s), the

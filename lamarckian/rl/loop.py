@@ -7,8 +7,12 @@ step, how to evaluate and what its state is; :class:`TrainingLoop` does the rest
 
 A run directory holds ``checkpoints/`` (the newest ``evaluator.checkpoint.keep``, everything to resume),
 ``snapshots/`` (the weights at every checkpoint and at the start, all kept: ``evaluate.py --checkpoints`` rates a
-whole run from them), ``evaluations.csv`` (``time``: training seconds so far, evaluations included; ``evaluating``:
-the seconds of them spent in earlier evaluations) and ``tensorboard/``.
+whole run from them), ``evaluations.csv`` and ``tensorboard/``.
+
+An evaluation judges the weights of the moment it began: its row's ``iteration`` and ``cost`` are theirs, ``time``
+is the training seconds when its result came in (so "time to the threshold" is the moment the evaluation that
+crossed it finished), ``cost_now`` the env steps then, and ``evaluating`` the seconds training waited for
+evaluations so far (a trainer that evaluates beside training waits only for the last one).
 """
 
 from __future__ import annotations
@@ -48,6 +52,17 @@ class Trainer:
         """Deterministic games against fixed opponents now; their summary (``{}``: this trainer has none).
         Sets ``self.evaluator.latest`` for the stop rule."""
         raise NotImplementedError
+
+    def begin_evaluation(self) -> None:
+        """Start evaluating the current weights. Default: :meth:`evaluate` now (training waits); a trainer that
+        evaluates beside training returns at once."""
+        self._finished_evaluation = self.evaluate()
+
+    def evaluation_result(self, wait: bool = False) -> dict[str, float] | None:
+        """The summary of the evaluation begun last once it is over, then None until the next one begins (also
+        while it plays; ``wait``: block until it is over)."""
+        summary, self._finished_evaluation = getattr(self, "_finished_evaluation", None), None
+        return summary
 
     def state_dict(self) -> dict[str, Any]:
         """Everything to resume (tensors, numbers, strings, containers): at least ``model``, ``iteration``,
@@ -123,6 +138,9 @@ class TrainingLoop:
         self.status_file = StatusFile(root if self.writes else None)
         self.wandb = WandbScalars(settings.wandb if self.writes else None, root, trainer.config)
         self.progress = Progress(False)
+        self.clock = time.monotonic()                # training time 0 (over restarts: minus the time before)
+        self.judging: tuple[int, int] | None = None  # (iteration, env steps) of the weights being evaluated
+        self.judged: int | None = None               # the iteration of the weights evaluated last
 
     # ---- checkpoints ---------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -211,28 +229,42 @@ class TrainingLoop:
         return latest
 
     def _iterate(self, stop: StopRule | None, scalars: Scalars, wandb: WandbScalars) -> None:
-        """Steps until the stop rule holds: scalars and the status line every step, evaluations and checkpoints
-        when due, an evaluation of the final weights."""
+        """Steps until the stop rule holds: scalars and the status line every step, evaluations begun when due
+        and recorded when over, checkpoints when due, an evaluation of the final weights."""
         trainer = self.trainer
-        clock = time.monotonic() - trainer.elapsed
+        self.clock = time.monotonic() - trainer.elapsed
         last_checkpoint = time.monotonic()
         while True:
             stats = trainer.step()
-            trainer.elapsed = time.monotonic() - clock
-            iteration_scalars = trainer.scalars(stats)
+            trainer.elapsed = time.monotonic() - self.clock
+            iteration_scalars = {**trainer.scalars(stats), **self._time_scalars()}
             scalars.write(trainer.cost, iteration_scalars)
             wandb.write(trainer.cost, iteration_scalars)
             fields = self._fields(stats)
             self.progress.update(fields)
             self.status_file.write({"iteration": trainer.iteration, "cost": trainer.cost, "elapsed": trainer.elapsed})
-            evaluated = self.writes and trainer.evaluator.due() and self._evaluate(fields, scalars, wandb)
+            if self.writes:
+                self._harvest(fields, scalars, wandb)
+                if self.judging is None and trainer.evaluator.due(cost=trainer.cost):
+                    self._begin(fields)
+                    self._harvest(fields, scalars, wandb)         # a trainer that evaluates now is done already
             if trainer.agree(self._should_stop(stop)):
-                if self.writes and not evaluated and trainer.evaluator.episodes > 0:
-                    self._evaluate(fields, scalars, wandb)        # every run ends with its final weights evaluated
+                TIMELINE.mark("stop rule holds")
+                if self.writes and trainer.evaluator.episodes > 0:
+                    self._harvest(fields, scalars, wandb, wait=True)
+                    if self.judged != trainer.iteration:          # every run ends with its final weights evaluated
+                        self._begin(fields)
+                        self._harvest(fields, scalars, wandb, wait=True)
                 return
             if time.monotonic() - last_checkpoint >= self.checkpoint_interval:
                 self.save()
                 last_checkpoint = time.monotonic()
+
+    def _time_scalars(self) -> dict[str, float]:
+        """What evaluation has cost training so far: seconds waited, and their share of the training clock."""
+        trainer = self.trainer
+        spent = trainer.evaluator.spent
+        return {"time/evaluation_wait": spent, "time/evaluation_share": spent / max(trainer.elapsed, 1e-9)}
 
     def _should_stop(self, stop: StopRule | None) -> bool:
         trainer = self.trainer
@@ -247,24 +279,47 @@ class TrainingLoop:
                   "time": f"{trainer.elapsed:.0f}s"}
         return fields
 
-    def _evaluate(self, fields: Mapping[str, str], scalars: Scalars, wandb: WandbScalars) -> bool:
-        """Evaluate (the status line says so meanwhile), record it, print it; whether there was an evaluation."""
+    def _begin(self, fields: Mapping[str, str]) -> None:
+        """Begin evaluating the current weights (the status line says so while training waits for it)."""
         trainer = self.trainer
         self.progress.update({**fields, "evaluating": f"{trainer.evaluator.episodes} episodes…"})
-        trainer.evaluator.last = started = time.monotonic()   # the interval runs from one evaluation's start to the next
-        summary = trainer.evaluate()
-        spent, trainer.evaluator.spent = trainer.evaluator.spent, trainer.evaluator.spent + time.monotonic() - started
+        started = time.monotonic()
+        trainer.evaluator.started(trainer.cost)      # the intervals run from one evaluation's start to the next
+        self.judging = (trainer.iteration, trainer.cost)
+        trainer.begin_evaluation()
+        self._waited(started)
+
+    def _waited(self, since: float) -> None:
+        trainer = self.trainer
+        trainer.evaluator.spent += time.monotonic() - since
+        trainer.elapsed = time.monotonic() - self.clock
+
+    def _harvest(self, fields: Mapping[str, str], scalars: Scalars, wandb: WandbScalars, wait: bool = False) -> bool:
+        """Record the evaluation begun last if it is over (``wait``: wait for it): its row, scalars and line, each
+        naming the weights it judged. Whether one was recorded."""
+        if self.judging is None:
+            return False
+        trainer = self.trainer
+        started = time.monotonic()
+        summary = trainer.evaluation_result(wait)
+        if wait:
+            self._waited(started)
+        if summary is None:
+            return False
+        (iteration, cost), self.judging = self.judging, None
+        self.judged = iteration
         line = " | ".join(f"{k} {v}" for k, v in fields.items())
         if not summary:
             self.progress.print(line)
             return False
-        row = {"time": round(trainer.elapsed, 3), "evaluating": round(spent, 3), "cost": trainer.cost,
-               "iteration": trainer.iteration, **summary}
+        row = {"time": round(trainer.elapsed, 3), "evaluating": round(trainer.evaluator.spent, 3), "cost": cost,
+               "iteration": iteration, "cost_now": trainer.cost, **summary}
         trainer.evaluator.history.append(row)
-        scalars.write(trainer.cost, {f"eval/{k}": v for k, v in summary.items()})
-        wandb.write(trainer.cost, {f"eval/{k}": v for k, v in summary.items()})
+        scalars.write(cost, {f"eval/{k}": v for k, v in summary.items()})
+        wandb.write(cost, {f"eval/{k}": v for k, v in summary.items()})
         if self.evaluations is not None:
             self.evaluations.write(row)
         TIMELINE.mark("first evaluation")
-        self.progress.print(f"{line} | eval @ {format_number(trainer.cost)} steps: {trainer.evaluation_line(summary)}")
+        self.progress.print(f"{line} | eval of iter {iteration} @ {format_number(cost)} steps: "
+                            f"{trainer.evaluation_line(summary)}")
         return True

@@ -174,6 +174,20 @@ class Any(_Caller):
             self._settled(connection)
         return self.link.value(connection, reply)
 
+    def ready(self, ticket: tuple[Connection, int]) -> bool:
+        """Whether a submitted call's reply is in (:meth:`result` then returns at once), without blocking;
+        ActorDiedError when its actor died meanwhile (the call is then forgotten)."""
+        connection, request_id = ticket
+        self.link.pump(0)
+        if self.link.done(request_id):
+            return True
+        try:
+            self.link.check_alive(request_id)
+        except ActorDiedError:
+            self._settled(connection)
+            raise
+        return False
+
     def __call__(self, name: str, *args: Value, **kwargs: Value) -> Value:
         """Run ``name(*args, **kwargs)`` on one free actor and return its result."""
         if self.link.idle():

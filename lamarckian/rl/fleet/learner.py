@@ -1,8 +1,9 @@
 """The Learner: owns the network and PPO, runs the Actors, streams their segments, broadcasts new weights.
 
 Data flow per iteration: Gather segments until ``train.batch`` env steps → PPO update → ``All.broadcast``
-of the new weight blob (fire-and-check: the learner does not wait). Evaluation, records and checkpoints are the
-run loop's (:mod:`.loop`).
+of the new weight blob (fire-and-check: the learner does not wait). Evaluation games run beside training in an
+evaluation actor of their own (:mod:`.beside`; ``evaluator.beside: false``: on the fleet, training waiting);
+when to evaluate, records and checkpoints are the run loop's (:mod:`.loop`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ...config.sections import (
     TrainSettings,
 )
 from ...model import ModelSettings, to_blob
-from ...rating.results import POOL, RULE, EpisodeResult
+from ...rating.results import POOL, RULE, SELF, EpisodeResult
 from ...record import Progress
 from ...record.checkpoint import upgrade_checkpoint
 from ...rpc import processes
@@ -47,11 +48,13 @@ from ..segment import Segment, segments_of
 from ..selfplay.pool import OpponentPool, PoolSettings
 from . import ACTOR_MODULES
 from .actor import Actor
+from .beside import BesideEvaluation, Pool
 from .update_ranks import UpdateGroup, learner_network
 
 log = logging.getLogger(__name__)
 
 SNAPSHOT_ID_STRIDE = 1_000_000   # rl.policies: the k-th policy's pool numbers its snapshots from k × this
+EVALUATION_ACTOR = 1_000_000     # the index (seed stream) of the evaluation actor, apart from the fleet's
 
 
 class RemoteConnect(Protocol):
@@ -76,6 +79,7 @@ class Learner(Trainer):
     def __init__(self, config: Mapping[str, Any], connect_remote: RemoteConnect | None = None) -> None:
         self.connect_remote = connect_remote
         self.update_group: UpdateGroup | None = None    # train.gpus > 1: the other ranks of the update
+        self.beside: BesideEvaluation | None = None     # the evaluation actor (started at the first evaluation)
         self.configure(config)
         self.version = 0
         self.training: dict[str, float] = {}
@@ -95,6 +99,9 @@ class Learner(Trainer):
         ``config``; counters restart at 0. Running actors are kept: the caller sends them the new weights.
         (evolve.py's learners call this for each individual they train.)"""
         self.config = config
+        if self.beside is not None:                      # its MDP and network were the previous config's
+            self.beside.close()
+            self.beside = None
         self.algorithm = algorithm_of(config)
         self.model, self.seats, self.roles = learner_network(config)
         self.algorithm.check(self.model, self.seats, config)
@@ -179,19 +186,21 @@ class Learner(Trainer):
             self.update_group.load(state)
 
     # ---- actors --------------------------------------------------------------------------------------------
-    def _spawn(self) -> Any:
+    def _spawn(self, index: int | None = None) -> Any:
         """A new actor from the current weights: a child process of this one (``ray.launch``: processes, or auto
         while Ray is not running), a Ray actor, or (``ray.local_mode``) an object in this process whose RPC server
-        runs on a thread (debuggable with breakpoints)."""
+        runs on a thread (debuggable with breakpoints). ``index``: its seed stream (None: the fleet's next)."""
         pools = {name: (pool.probabilities(), {i: s.blob for i, s in pool.snapshots.items()})
                  for name, pool in self.pools.items()}
-        arguments = (dict(self.config), self.spawned, to_blob(self.model), self.version, pools)
-        self.spawned += 1
+        if index is None:
+            index, self.spawned = self.spawned, self.spawned + 1
+        arguments = (dict(self.config), index, to_blob(self.model), self.version, pools)
         if self.local:
             return Actor(*arguments, own_process=False)
         if self.launch == "processes" or (self.launch == "auto" and running_ray() is None):
             processes.warm_up(ACTOR_MODULES)
-            return processes.spawn(Actor, *arguments, name=f"Actor{arguments[1]}")
+            name = "Evaluator" if index == EVALUATION_ACTOR else f"Actor{index}"
+            return processes.spawn(Actor, *arguments, name=name)
         import ray
 
         return ray.remote(num_cpus=self.sample.num_cpus, max_restarts=0)(Actor).remote(*arguments)
@@ -280,6 +289,9 @@ class Learner(Trainer):
         for actor in self.actors:
             self._kill(actor)
         self.actors = []
+        if self.beside is not None:
+            self.beside.close()
+            self.beside = None
         self.everyone = self.gather = None
         if self.update_group is not None:
             self.update_group.close()
@@ -431,6 +443,43 @@ class Learner(Trainer):
         if self.evaluator.episodes <= 0:
             return {}
         return self.call_all(lambda: self.evaluator.evaluate(self.everyone))
+
+    @property
+    def evaluates_beside(self) -> bool:
+        """Evaluation games run in the evaluation actor while training goes on (``evaluator.beside``; not with
+        remote workers, whose fleet is the only one)."""
+        return self.evaluator.settings.beside and self.remote is None and self.evaluator.episodes > 0
+
+    def begin_evaluation(self) -> None:
+        """Send the current weights (and, against ``self``, the newest pool snapshot) to the evaluation actor and
+        return; :meth:`evaluation_result` brings the summary. Without ``evaluator.beside``: evaluate now."""
+        if not self.evaluates_beside:
+            super().begin_evaluation()
+            return
+        if self.beside is None:
+            self.beside = BesideEvaluation(lambda: self._spawn(EVALUATION_ACTOR), self._kill,
+                                           rpc.RpcSettings.from_config(self.config))
+        self.evaluator.started(self.cost)
+        self.beside.start(self.version, to_blob(self.model), self.evaluator.episodes, self.evaluator.opponent,
+                          self._newest_opponent())
+
+    def _newest_opponent(self) -> Pool | None:
+        """The opponent pool the evaluation plays ``self`` from: the newest snapshot alone."""
+        pool = self.pools.get("")
+        if self.evaluator.opponent != SELF or pool is None or not pool.snapshots:
+            return None
+        newest = next(reversed(pool.snapshots))
+        return {newest: 1.0}, {newest: pool.snapshots[newest].blob}
+
+    def evaluation_result(self, wait: bool = False) -> dict[str, float] | None:
+        """The summary of the evaluation begun last, once its games are over (None while they play; ``wait``:
+        block for them)."""
+        if not self.evaluates_beside or self.beside is None:
+            return super().evaluation_result(wait)
+        results = self.beside.wait() if wait else self.beside.poll()
+        if results is None:
+            return None
+        return self.evaluator.conclude([results], [self.evaluator.episodes])
 
     def scalars(self, stats: Mapping[str, float]) -> dict[str, float]:
         pools = {key if not name else key.replace("pool/", f"pool/{name}/", 1): value

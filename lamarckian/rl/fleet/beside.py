@@ -1,0 +1,110 @@
+"""Evaluation beside training: an evaluation actor of its own plays the deterministic games while the fleet samples
+and the learner updates, so the learner never waits for them.
+
+The learner hands over the weights of one moment (:meth:`BesideEvaluation.start`: the blob, and for
+``evaluator.opponent: self`` the newest pool snapshot), then looks between iterations whether the games are over
+(:meth:`BesideEvaluation.poll`, which never blocks). One evaluation is in flight at a time. The evaluation actor
+is a sampling :class:`~lamarckian.rl.fleet.actor.Actor` like the fleet's (same MDP, same acting network) that is
+never asked to sample; it is started at the first evaluation, and one that dies is replaced and given the same
+evaluation again.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ... import rpc
+
+Spawn = Callable[[], Any]            # a new evaluation actor (a handle All/Any can call)
+Pool = tuple[Mapping[int, float], Mapping[int, np.ndarray]]   # probabilities and blobs by snapshot id
+Kill = Callable[[Any, bool], None]   # end one: gracefully (True) or at once (a dead one)
+
+
+class BesideEvaluation:
+    """One evaluation actor and the evaluation it is playing.
+
+    Args:
+        spawn: starts a new evaluation actor (the learner's own way of starting actors).
+        kill: ends one.
+        settings: the RPC settings of the run (timeouts, the node-local channel).
+    """
+
+    def __init__(self, spawn: Spawn, kill: Kill, settings: rpc.RpcSettings) -> None:
+        self.spawn, self.kill, self.settings = spawn, kill, settings
+        self.actor: Any = None
+        self.caller: rpc.Any | None = None
+        self.job: tuple[int, np.ndarray, Pool | None, int, str] | None = None
+        self.ticket: tuple[Any, int] | None = None
+        self.replaced = 0                                # evaluation actors that died and were replaced
+
+    @property
+    def busy(self) -> bool:
+        """An evaluation is in flight."""
+        return self.job is not None
+
+    def start(self, version: int, blob: np.ndarray, episodes: int, opponent: str,
+              pool: Pool | None = None) -> None:
+        """Evaluate the weights ``blob`` (flat float32, the learner's layout) in ``episodes`` deterministic
+        episodes against ``opponent``; ``pool`` (probabilities, blobs by snapshot id) is the opponent pool the
+        evaluation actor plays ``self`` from. Returns at once."""
+        if self.busy:
+            raise RuntimeError("an evaluation is already in flight")
+        self.job = (version, blob, pool, episodes, opponent)
+        self._submit()
+
+    def _submit(self) -> None:
+        version, blob, pool, episodes, opponent = self.job
+        if self.caller is None:
+            self.actor = self.spawn()
+            self.caller = rpc.Any([self.actor], settings=self.settings)
+        self.caller.submit("set_weights", version, blob)          # one link: the calls run in this order
+        if pool is not None:
+            self.caller.submit("set_pool", pool[0], pool[1])
+        self.ticket = self.caller.submit("evaluate", episodes, opponent)
+
+    def poll(self) -> list[dict[str, Any]] | None:
+        """The finished evaluation's episode results (wire form), or None while it plays. Never blocks (an
+        evaluation actor that died is replaced and the evaluation started again)."""
+        if self.job is None or self.ticket is None:
+            return None
+        try:
+            if not self.caller.ready(self.ticket):
+                return None
+            results = self.caller.result(self.ticket)
+        except rpc.ActorDiedError:
+            self._replace()
+            return None
+        self.job = self.ticket = None
+        return results
+
+    def wait(self) -> list[dict[str, Any]] | None:
+        """Block until the evaluation in flight (if any) is over; its results (None: there was none)."""
+        while self.job is not None:
+            try:
+                results = self.caller.result(self.ticket)
+            except rpc.ActorDiedError:
+                self._replace()
+                continue
+            self.job = self.ticket = None
+            return results
+        return None
+
+    def _replace(self) -> None:
+        self._close_actor(graceful=False)
+        self.replaced += 1
+        self._submit()
+
+    def _close_actor(self, graceful: bool) -> None:
+        if self.caller is not None:
+            self.caller.close()
+        if self.actor is not None:
+            self.kill(self.actor, graceful)
+        self.caller = self.actor = None
+        self.ticket = None
+
+    def close(self) -> None:
+        """End the evaluation actor (an evaluation in flight is abandoned)."""
+        self._close_actor(graceful=True)
+        self.job = None
