@@ -1,0 +1,49 @@
+"""When to evaluate (``evaluator.interval`` seconds, ``evaluator.interval_steps`` env steps) and how many torch
+threads the learner takes (``train.threads: 0``: the cores the local actors leave free)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import pytest
+
+from lamarckian.cli import MAX_AUTO_THREADS, learner_threads
+from lamarckian.config import load
+from lamarckian.config.sections import EvaluatorSettings
+from lamarckian.rl.evaluator import Evaluator
+
+
+def evaluator(**changes) -> Evaluator:
+    settings = EvaluatorSettings.from_config(load(["mdp/gym.yml"]))
+    return Evaluator(dataclasses.replace(settings, **changes))
+
+
+def test_an_evaluation_is_due_after_interval_steps_env_steps():
+    judge = evaluator(interval=1e9, interval_steps=1000)
+    judge.started(cost=500)
+    assert judge.due(cost=1500)
+
+
+def test_no_evaluation_is_due_before_interval_steps_env_steps():
+    judge = evaluator(interval=1e9, interval_steps=1000)
+    judge.started(cost=500)
+    assert not judge.due(cost=1499)
+
+
+def test_the_seconds_still_count_beside_the_steps():
+    judge = evaluator(interval=0.0, interval_steps=10**9)
+    judge.started(cost=0)
+    assert judge.due(cost=1)
+
+
+@pytest.mark.parametrize("cores, changes, expected", [
+    (2, ["sample.actors=1"], 1),                               # SAC beside one actor on 2 cores
+    (2, ["sample.actors=2"], 1),                               # never below one
+    (16, ["sample.actors=2"], MAX_AUTO_THREADS),
+    (8, ["sample.actors=4", "ray.address=auto"], MAX_AUTO_THREADS),   # the actors are on other machines
+    (8, ["sample.actors=4", "train.threads=3"], 3),            # a number is kept
+])
+def test_the_learner_takes_the_cores_its_actors_leave(monkeypatch, cores, changes, expected):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert learner_threads(load(["mdp/gym.yml"], changes)) == expected
