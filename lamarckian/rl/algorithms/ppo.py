@@ -302,10 +302,11 @@ class PPO(OwnsAdam):
                 advantages = vtrace_policy_advantages(rewards, torch.cat([values, bootstrap]), targets, dones,
                                                       truncated, final_values, self.settings.discount)
             explained = explained_variance(values, targets)
-        if model.settings.normalize_value:
+        if model.settings.normalize_value:        # targets, old values and the critic's output in the NEW statistics
             self._fold(model.value_normalizer, targets.reshape(-1))
-            targets = (targets - model.value_normalizer.mean) / torch.sqrt(model.value_normalizer.var + 1e-8)
-            old_values = normalized.reshape(steps, lanes)
+            scale = torch.sqrt(model.value_normalizer.var + 1e-8)
+            targets = (targets - model.value_normalizer.mean) / scale
+            old_values = (values - model.value_normalizer.mean) / scale
         else:
             old_values = values
         staleness = torch.tensor([version - s.version for s in segments], dtype=torch.float32, device=device)

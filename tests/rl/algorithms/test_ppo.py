@@ -127,3 +127,16 @@ def test_adaptive_and_linear_learning_rates():
                       rewards=np.zeros((2, 2), np.float32), dones=np.zeros((2, 2), bool),
                       truncated=np.zeros((2, 2), bool), final_values=np.zeros((2, 2), np.float32), version=0)
     assert ppo.update([segment], 0, cost=75)["lr"] == pytest.approx(0.25)
+
+
+def test_old_values_are_in_the_statistics_of_the_targets():
+    """With a value normalizer, the value clip compares the critic's new output with its old one: both, and the
+    targets, must be in the statistics after this batch was folded in (before: old values in the old ones)."""
+    space = gymnasium.spaces.Box(-1, 1, (1,), np.float32)
+    model = ActorCritic(space, gymnasium.spaces.Discrete(2), ModelSettings.defaults(hidden=(8,), normalize_value=True))
+    segment = bandit_segment(model, 16, 8)
+    segment.rewards = segment.rewards * 100.0 + 50.0                   # moves the value statistics far
+    with torch.no_grad():
+        before = model.denormalize_value(model(torch.zeros(1, 1))[1])   # reward units, the old statistics
+    batch = PPO(model, PPOSettings.defaults()).prepare([segment], version=0)
+    assert torch.allclose(model.denormalize_value(batch["old_values"][:1]), before, atol=1e-4)
