@@ -6,7 +6,9 @@ subprocesses, reads each run's evaluations.csv, and prints per task the median o
 seconds to the first evaluation at the threshold (the learner's clock, Ray start-up excluded), env steps to
 it, and the whole process wall time (start-up included). Draws the learning curves to --plot.
 
-    python bench/learning.py [--seeds 0 1 2] [--limit 600] [--plot docs/learning.png]
+    python bench/learning.py [--seeds 0 1 2] [--limit 600] [--plot docs/learning.png] [--changes KEY=VALUE ...]
+
+``--changes`` adds ``-m`` edits to every run (an ablation: ``--changes sample.sync=true``).
 """
 
 from __future__ import annotations
@@ -80,9 +82,10 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=600.0, help="training seconds before a run gives up")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
     parser.add_argument("--plot", type=Path, default=None, help="write the learning curves here (png)")
+    parser.add_argument("--changes", nargs="+", default=[], metavar="KEY=VALUE", help="-m edits of every run")
     args = parser.parse_args()
     print(f"# {time.strftime('%Y-%m-%d')} {platform.node()} {platform.processor() or platform.machine()}, "
-          f"seeds {args.seeds}")
+          f"seeds {args.seeds}" + (f", changes {' '.join(args.changes)}" if args.changes else ""))
     print(f"{'task':<16} {'seed':>4} {'train s':>8} {'env steps':>10} {'wall s':>7}")
     curves: dict[str, list] = {}
     summary = []
@@ -91,7 +94,8 @@ def main() -> None:
         results = []
         for seed in args.seeds:
             with tempfile.TemporaryDirectory() as folder:
-                result = run(["mdp/gym.yml", task_file, learner], threshold, seed, args.limit, Path(folder) / "run")
+                result = run(["mdp/gym.yml", task_file, learner], threshold, seed, args.limit, Path(folder) / "run",
+                             ("evaluator.interval=2", "evaluator.episodes=10", *args.changes))
             results.append(result)
             curves.setdefault(task, []).append((seed, result["curve"]))
             print(f"{task:<16} {seed:>4} {result['seconds']:>8.1f} {result['steps']:>10.0f} {result['wall']:>7.1f}",

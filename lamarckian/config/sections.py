@@ -225,6 +225,7 @@ class SampleSettings(Section):
     envs: int
     truncation: int
     credits: int
+    sync: bool
     eval: int
     batch_wait: float | None
 

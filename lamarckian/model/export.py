@@ -46,7 +46,7 @@ class DeterministicPolicy(nn.Module):
         if isinstance(model, SquashedGaussianPolicy):
             squashed = torch.tanh(model.parameters_of(observation)[0])
             return self._scaled(squashed), squashed
-        out = model.outputs(observation)[0]
+        out = model.action_mean(model.outputs(observation)[0])
         if self.discrete:
             index = out.argmax(-1)
             return index, index

@@ -42,7 +42,12 @@ class ModelSettings(Section):
         shared: one encoder for policy and value (else two).
         normalize_observation: running mean/std normalization of vector observations.
         normalize_value: the critic predicts returns normalized by their running statistics.
-        log_std: initial log standard deviation of Gaussian actions.
+        log_std: initial log standard deviation of Gaussian actions (with ``sde``: of each exploration weight).
+        sde: generalized state-dependent exploration (gSDE; 0: off): a Gaussian action is ``mean(s) + z(s)ᵀθ``,
+            ``z`` the policy's last features ``(W,)`` and ``θ (W, A)`` drawn with standard deviations
+            ``exp(log_std)`` (a ``(W, A)`` parameter), held for ``sde`` steps of an environment (the acting
+            policy's business: :meth:`ActorCritic.act_sde`). Given ``s`` the action is Gaussian with variance
+            ``z(s)² · exp(2 log_std)`` per dimension, which :meth:`ActorCritic.distribution` uses.
         bound: how a Gaussian action meets the action space's bounds: ``clip`` (cut at the bounds) or ``tanh``
             (squashed into them; the policy's log-probabilities stay those of the unsquashed sample, which
             leaves PPO's ratios unchanged).
@@ -60,6 +65,7 @@ class ModelSettings(Section):
     normalize_observation: bool
     normalize_value: bool
     log_std: float
+    sde: int
     bound: str
     recurrent: str | None
     central_value: bool
@@ -73,6 +79,11 @@ class ModelSettings(Section):
             raise ValueError(f"model.activation={self.activation!r}: expected one of {sorted(ACTIVATIONS)}")
         if self.bound not in BOUNDS:
             raise ValueError(f"model.bound={self.bound!r}: expected one of {BOUNDS}")
+        if self.sde < 0:
+            raise ValueError(f"model.sde={self.sde}: steps between exploration draws, 0 (off) or more")
+        if self.sde and self.recurrent is not None:
+            raise ValueError(f"model.sde={self.sde}: state-dependent exploration acts with feed-forward networks "
+                             f"(model.recurrent={self.recurrent!r})")
 
 
 def init_layer(layer: nn.Module, gain: float) -> nn.Module:
@@ -164,8 +175,10 @@ class ActorCritic(nn.Module):
             self.policy_head = init_layer(nn.Linear(width, int(action_space.n)), 0.01)
         elif isinstance(action_space, gymnasium.spaces.Box):
             self.discrete = False
-            self.policy_head = init_layer(nn.Linear(width, int(np.prod(action_space.shape))), 0.01)
-            self.log_std = nn.Parameter(torch.full((int(np.prod(action_space.shape)),), settings.log_std))
+            size = int(np.prod(action_space.shape))
+            self.policy_head = init_layer(nn.Linear(width, size), 0.01)
+            shape = (width, size) if settings.sde else (size,)       # gSDE: a deviation per exploration weight
+            self.log_std = nn.Parameter(torch.full(shape, settings.log_std))
         else:
             raise TypeError(f"action space {action_space} is not supported (Discrete, Box)")
         self.value_head = init_layer(nn.Linear(width, 1), 1.0)
@@ -190,11 +203,24 @@ class ActorCritic(nn.Module):
     def _heads(self, actor: torch.Tensor, critic: torch.Tensor, observation: torch.Tensor
                ) -> tuple[torch.Tensor, torch.Tensor]:
         """Policy head output ``(N, A)`` (illegal actions' logits :data:`ILLEGAL` where the observation carries a
-        mask) and the normalized value ``(N,)`` from actor and critic features."""
+        mask; with ``model.sde`` ``(N, 2A)``: the means, then the log standard deviations the features give) and
+        the normalized value ``(N,)`` from actor and critic features."""
         out = self.policy_head(actor)
         if self.mask is not None:
             out = out.masked_fill(observation[..., self.mask] < 0.5, ILLEGAL)
+        if self.settings.sde and not self.discrete:
+            out = torch.cat([out, self._sde_log_std(actor)], -1)
         return out, self.value_head(critic).squeeze(-1)
+
+    def _sde_log_std(self, features: torch.Tensor) -> torch.Tensor:
+        """gSDE's ``(N, A)`` log standard deviations of ``z(s)ᵀθ`` for features ``(N, W)`` (the features detached,
+        as stable-baselines3's default: exploration does not train the encoder)."""
+        variance = features.detach().square() @ (2.0 * self.log_std).exp()
+        return 0.5 * torch.log(variance + 1e-6)
+
+    def action_mean(self, out: torch.Tensor) -> torch.Tensor:
+        """The Gaussian means ``(N, A)`` of policy head outputs (the logits of a categorical policy)."""
+        return out.chunk(2, -1)[0] if self.settings.sde and not self.discrete else out
 
     def _encode(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = self.prepare(observation)
@@ -246,6 +272,9 @@ class ActorCritic(nn.Module):
         """The action distribution of policy head outputs ``(N, A)``."""
         if self.discrete:
             return Categorical(logits=out)
+        if self.settings.sde:
+            mean, log_std = out.chunk(2, -1)
+            return Normal(mean, log_std.exp())
         return Normal(out, self.log_std.exp().expand_as(out))
 
     def forward(self, observation: torch.Tensor) -> tuple[torch.distributions.Distribution, torch.Tensor]:
@@ -304,11 +333,25 @@ class ActorCritic(nn.Module):
             else:
                 action = torch.multinomial(log_probs.exp(), 1, generator=generator).squeeze(-1)
             return action, log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1), value
-        log_std = self.log_std.expand_as(out)
+        out, log_std = out.chunk(2, -1) if self.settings.sde else (out, self.log_std.expand_as(out))
         noise = torch.zeros_like(out) if deterministic else torch.randn(out.shape, generator=generator, device=out.device)
         action = out + log_std.exp() * noise
         log_prob = (-0.5 * noise.square() - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
         return action, log_prob, value
+
+    @torch.no_grad()
+    def act_sde(self, observation: torch.Tensor, exploration: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """gSDE's sampling (``model.sde``): actions ``mean(s) + z(s)ᵀ(exp(log_std) ⊙ ε)`` for observations ``(N, ...)``
+        and each one's standard normal draws ``exploration (N, W, A)`` (the acting policy holds them per
+        environment); their log-probabilities ``(N,)`` under :meth:`distribution` and values ``(N,)`` in reward
+        units, as :meth:`act`."""
+        actor, critic = self._encode(observation)
+        out, value = self._heads(actor, critic, observation)
+        mean, log_std = out.chunk(2, -1)
+        action = mean + torch.einsum("nw,nwa->na", actor, exploration * self.log_std.exp())
+        log_prob = (-0.5 * ((action - mean) / log_std.exp()).square() - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+        return action, log_prob, self.denormalize_value(value)
 
     @torch.no_grad()
     def value(self, observation: torch.Tensor) -> torch.Tensor:

@@ -41,6 +41,10 @@ class StackedPolicies:
             raise ValueError("StackedPolicies needs at least one policy")
         if template.state_size:
             raise ValueError("stacked policies are feed-forward; this network is recurrent (model.recurrent)")
+        if template.settings.sde and not template.discrete:
+            raise ValueError(f"model.sde={template.settings.sde}: stacked policies (opponent pools, populations) "
+                             "draw independent Gaussian noise; state-dependent exploration is for single-player or "
+                             "shared-seat MDPs on the actor fleet")
         members = []
         for blob in blobs:
             member = PolicyOutputs(copy.deepcopy(template))

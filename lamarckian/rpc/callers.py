@@ -293,6 +293,10 @@ class Gather:
     ``gather()`` returns the next one. Each actor has at most ``credits`` results in flight: it makes the
     next one when the caller takes one (back-pressure; the caller returns credits in batches of
     ``max(1, credits // 2)``, one message per batch). ``gathering(None)`` stops the loops.
+
+    While :attr:`holding`, a taken result's credit is kept back until :meth:`release` (the caller decides when
+    an actor may make its next result: after new weights reached it, say); :meth:`in_flight` counts the results
+    the actors are making.
     """
 
     def __init__(self, everyone: All, credits: int = 1) -> None:  # noqa: A002 - the documented keyword
@@ -307,6 +311,8 @@ class Gather:
         self.credit_batch = max(1, credits // 2)
         self.last_index: int | None = None
         self._owed: collections.Counter[Connection] = collections.Counter()
+        self._held: collections.Counter[Connection] = collections.Counter()
+        self.holding = False
         self._call: list[Value] | None = None
 
     def gathering(self, name: str | None, *args: Value, **kwargs: Value) -> "_Stopper":
@@ -323,7 +329,7 @@ class Gather:
     def _start(self, connection: Connection) -> None:
         generation = self.link.next_id()
         self.link.generations[connection] = generation
-        self._owed[connection] = 0
+        self._owed[connection] = self._held[connection] = 0
         self.link.post(connection, Kind.GATHER_START, generation, [*self._call, self.credits])
 
     def _stop(self) -> None:
@@ -358,11 +364,29 @@ class Gather:
         if message.kind == Kind.ERROR:
             self.link.generations.pop(connection, None)
             raise_remote(message.value, connection.name)
-        self._owed[connection] += 1
-        if self._owed[connection] >= self.credit_batch:
-            self.link.post(connection, Kind.CREDIT, message.request_id, self._owed[connection])
-            self._owed[connection] = 0
+        if self.holding:
+            self._held[connection] += 1
+        else:
+            self._credit(connection, 1)
         return self.last_index, message.value
+
+    def _credit(self, connection: Connection, count: int) -> None:
+        self._owed[connection] += count
+        if self._owed[connection] >= self.credit_batch and connection in self.link.generations:
+            self.link.post(connection, Kind.CREDIT, self.link.generations[connection], self._owed[connection])
+            self._owed[connection] = 0
+
+    def release(self, actor: int | None = None) -> None:
+        """Return the credits kept back while :attr:`holding` (of the actor at index ``actor``, or of all)."""
+        connections = list(self._held) if actor is None else [self.link.connections[actor]]
+        for connection in connections:
+            count = self._held.pop(connection, 0)
+            if count and connection.alive:
+                self._credit(connection, count)
+
+    def in_flight(self) -> int:
+        """Results the live gathering actors are making or sending now (their credits not yet used)."""
+        return sum(self.credits - self._owed[c] - self._held[c] for c in self.link.generations if c.alive)
 
     def __call__(self, timeout: float | None = None) -> Value:
         """The next gathered result (see :meth:`receive`)."""
@@ -379,6 +403,7 @@ class Gather:
         connection = self.all._connection(actor)
         self.link.items = collections.deque(item for item in self.link.items if item[0] is not connection)
         self._owed.pop(connection, None)
+        self._held.pop(connection, None)
         self.all.remove(actor)
 
     def close(self) -> None:

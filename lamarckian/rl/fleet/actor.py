@@ -33,6 +33,8 @@ from ..segment import Lane, Segment, stack_lanes
 from .inference import BatchedInference, PopulationPolicy, RecurrentPolicy, Server, acting_policy
 from .snapshots import SnapshotServers
 
+EVALUATION_ENVS = 32     # evaluation environments an actor may make (more than sample.envs: one round of games)
+
 
 def cancel_tasks(loop: asyncio.AbstractEventLoop) -> None:
     """Cancel every task of ``loop`` (not running) and let them finish."""
@@ -331,11 +333,12 @@ class Actor:
 
     # ---- evaluation ----------------------------------------------------------------------------------------
     def _run_episodes(self, jobs: Sequence[tuple[list[int], Sequence[tuple[Server, int]]]]) -> list[list[dict]]:
-        """Play one episode per job ``(seats, [(server, tag) per seat])`` on the evaluation environments, as
-        many at once as there are environments; each job's per-seat results (wire form of
+        """Play one episode per job ``(seats, [(server, tag) per seat])`` on the evaluation environments (as many
+        as jobs, up to the larger of ``sample.envs`` and :data:`EVALUATION_ENVS`), all at once; each job's per-seat
+        results (wire form of
         :class:`EpisodeResult`). Uses its own event loop, so
         sampling is paused meanwhile."""
-        while len(self.eval_mdps) < min(len(jobs), self.envs):
+        while len(self.eval_mdps) < min(len(jobs), max(self.envs, EVALUATION_ENVS)):
             self.eval_mdps.append(create_mdp(self.mdp_config, seed=self.eval_seed + len(self.eval_mdps),
                                              evaluation=True))
         inference = BatchedInference()

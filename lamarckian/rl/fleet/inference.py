@@ -64,11 +64,38 @@ class RecurrentPolicy(Policy):
         return list(zip(actions.numpy(), log_probs.tolist(), values.tolist()))
 
 
+class StateDependentPolicy(Policy):
+    """gSDE's acting (``model.sde``): an item's tag (an environment slot) holds standard normal draws ``(W, A)``,
+    redrawn every ``model.sde`` of its forwards; the action is :meth:`ActorCritic.act_sde` of them."""
+
+    def __init__(self, model: ActorCritic, generator: torch.Generator | None = None) -> None:
+        super().__init__(model, False, generator)
+        self.every = model.settings.sde
+        self.draws: dict[int, torch.Tensor] = {}
+        self.ages: dict[int, int] = {}
+
+    def _draw(self, tag: int) -> torch.Tensor:
+        age = self.ages.get(tag, 0)
+        if age % self.every == 0:
+            self.draws[tag] = torch.randn(self.model.log_std.shape, generator=self.generator)
+        self.ages[tag] = age + 1
+        return self.draws[tag]
+
+    def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:
+        batch = torch.from_numpy(np.stack([observation for observation, _ in items]))
+        exploration = torch.stack([self._draw(tag) for _, tag in items])
+        actions, log_probs, values = self.model.act_sde(batch, exploration)
+        return list(zip(actions.numpy(), log_probs.tolist(), values.tolist()))
+
+
 def acting_policy(model: ActorCritic, deterministic: bool = False, generator: torch.Generator | None = None
                   ) -> Policy:
-    """The acting server of ``model``: :class:`RecurrentPolicy` when it carries a state, else :class:`Policy`."""
+    """The acting server of ``model``: :class:`RecurrentPolicy` when it carries a state, :class:`StateDependentPolicy`
+    when it explores state-dependently (``model.sde``, sampling), else :class:`Policy`."""
     if getattr(model, "state_size", 0):
         return RecurrentPolicy(model, deterministic, generator)
+    if not deterministic and isinstance(model, ActorCritic) and model.settings.sde and not model.discrete:
+        return StateDependentPolicy(model, generator)
     return Policy(model, deterministic, generator)
 
 

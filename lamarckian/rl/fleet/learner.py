@@ -303,6 +303,8 @@ class Learner(Trainer):
         policy (every segment's, stale ones too)."""
         segments, steps, results = [], 0, {}
         limit = self.max_staleness
+        if self.remote is None:
+            self.gather.holding = self.synchronous
         while steps < self.batch_steps:
             try:
                 message = segments_of(self.gather())
@@ -318,7 +320,15 @@ class Learner(Trainer):
                     self.dropped += 1
                     continue
                 segments.append(segment)
+            if self.synchronous and self.gather.in_flight() * sum(s.steps for s in message) < self.batch_steps - steps:
+                self.gather.release(self.gather.last_index)     # those in flight cannot fill the batch: one more
         return segments, steps, results
+
+    @property
+    def synchronous(self) -> bool:
+        """``sample.sync`` on the actor fleet: an actor makes a segment for the next batch only once that batch's
+        weights were sent to it (credits are kept back meanwhile)."""
+        return self.sample.sync and self.remote is None
 
     def step(self) -> dict[str, float]:
         """One iteration: collect, update, broadcast. Returns its statistics."""
@@ -332,6 +342,8 @@ class Learner(Trainer):
         self.advance(steps)
         if self.pools:
             self._update_pools(results)
+        if self.synchronous:
+            self.gather.release()                     # after the weights and the pool: each link delivers them first
         training = summarize(results)
         for name in self.roles.names if self.roles is not None else ():
             training[f"fitness_{name}"] = summarize(results_of.get(name, []))["fitness"]
