@@ -138,6 +138,10 @@ class Lane:
         self.values.append(value)
         self.versions.append(version)
 
+    def redecide(self, action: np.ndarray, log_prob: float, value: float, version: int) -> None:
+        """Replace the newest decision (its step's outcome not yet known) by one of newer weights."""
+        self.actions[-1], self.log_probs[-1], self.values[-1], self.versions[-1] = action, log_prob, value, version
+
     def outcome(self, reward: float, done: bool, truncated: bool) -> None:
         self.rewards.append(reward)
         self.dones.append(done)

@@ -77,6 +77,8 @@ class Actor:
         self.mdp_config = config["mdp"]
         sample = SampleSettings.from_config(config)
         self.envs, self.truncation = sample.envs, sample.truncation
+        self.sync = sample.sync                       # a lane waits for the next segment's weights (sample.sync)
+        self.round = asyncio.Event()                  # set when the next segment begins (sample() is called)
         opponent = OpponentSettings.from_config(config)
         self.rule_probability, self.mean_probability = opponent.rule, opponent.deterministic
         rl = RLSettings.from_config(config)
@@ -186,6 +188,8 @@ class Actor:
             for task in self.tasks:
                 task.add_done_callback(self._on_slot_done)
         self.ready = self.loop.create_future()
+        self.round.set()                              # lanes waiting for this segment go on (sample.sync)
+        self.round = asyncio.Event()
         self._check_ready()
         self.loop.run_until_complete(self.ready)
         segments = [self._segment_of(name) for name in self.members]
@@ -296,6 +300,8 @@ class Actor:
                 lane.decide(observation, action, log_prob, value, self.version, state)
                 if len(lane.values) == self.truncation + 1:  # this lane just filled: maybe all have
                     self._check_ready()
+                    if self.sync and memory is None:
+                        action = await self._decide_again(lane, server, observation, slot)
                 await controller(model.env_action(action))
                 if self.first_step_at is None:
                     self.first_step_at = time.time()
@@ -306,6 +312,18 @@ class Actor:
                 lane.set_final((await self.inference.act(server, final, slot))[2], final)
         finally:
             self.inference.unregister()
+
+    async def _decide_again(self, lane: Lane, server: Server, observation: np.ndarray, slot: int) -> np.ndarray:
+        """``sample.sync``: the lane's segment is complete and its newest decision only gave the bootstrap value;
+        wait for the next segment and, if new weights came meanwhile, decide that step again with them (the next
+        segment then holds no step of older weights). The action to take."""
+        version = self.version
+        await self.round.wait()
+        action = lane.actions[-1]
+        if self.version != version:
+            action, log_prob, value = await self.inference.act(server, observation, slot)
+            lane.redecide(action, log_prob, value, self.version)
+        return action
 
     async def _play(self, controller: Controller, server: Server, model: ActorCritic, tag: int = 0,
                     inference: BatchedInference | None = None, max_steps: int = 0) -> bool:
