@@ -3,15 +3,20 @@ time, then the training return (clipped, per life) and the evaluation score (who
 env steps, beside a uniformly random policy's score measured in the same run on the same evaluation environment.
 
     python bench/atari.py [--game Breakout] [--minutes 20] [--plot docs/atari_breakout.png]
+    python bench/atari.py --game Pong --threshold 18 --minutes 8 --changes train.device=cuda sample.actors=12 \
+        --summary atari.json              # the GPU machine's PART=atari (bench/device/run.sh)
 
 Prints the random policy's mean score, the evaluation scores at the start and the end, the mean training return of
-the first and the last tenth of the run, and their ratios.
+the first and the last tenth of the run, and their ratios. ``--threshold``: the run also stops at the first
+evaluation score at or above it, and the figures say when that was (env steps, seconds); ``--summary`` writes them
+as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import subprocess
 import sys
@@ -64,14 +69,19 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=20.0)
     parser.add_argument("--plot", type=Path, default=None, help="default: docs/atari_<game>.png")
     parser.add_argument("--root", type=Path, default=None, help="the run directory (default: a temporary one)")
+    parser.add_argument("--threshold", type=float, default=None, help="also stop at this evaluation score")
+    parser.add_argument("--changes", nargs="+", default=[], metavar="KEY=VALUE", help="-m edits of the run")
+    parser.add_argument("--summary", type=Path, default=None, help="write the figures here (JSON)")
     arguments = parser.parse_args()
     root = arguments.root or Path(tempfile.mkdtemp(prefix="atari-"))
     reference = random_score(arguments.game, 8)
     print(f"random policy: {reference:.2f} mean score over 8 games of {arguments.game}", flush=True)
+    stop = f"self.time >= {arguments.minutes * 60}" + (f" or self.fitness >= {arguments.threshold}"
+                                                       if arguments.threshold is not None else "")
     completed = subprocess.run(
         [sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym/atari.yml", "-D", "-m",
          f"mdp.gym.id=ALE/{arguments.game}-v5", f"root={root}", "evaluator.progress=false",
-         f"evaluator.terminate=self.time >= {arguments.minutes * 60}"], cwd=REPOSITORY)
+         f"evaluator.terminate={stop}", *arguments.changes], cwd=REPOSITORY)
     if completed.returncode != 0:
         raise SystemExit(f"train.py failed with exit code {completed.returncode}")
     evaluations = read_rows(root / "evaluations.csv")
@@ -84,6 +94,18 @@ def main() -> None:
           f"ratio {last / max(1e-9, first):.2f}")
     print(f"evaluation score: start {start:.1f}, end {end:.1f}; random policy {reference:.2f}, "
           f"end / random {end / max(1e-9, reference):.2f}")
+    reached = next((row for row in evaluations if arguments.threshold is not None
+                    and row["fitness"] >= arguments.threshold), None)
+    if arguments.threshold is not None:
+        print(f"threshold {arguments.threshold:g}: " + (f"reached at {reached['cost']:.0f} env steps, "
+                                                         f"{reached['time']:.0f} s" if reached else "not reached"))
+    if arguments.summary is not None:
+        arguments.summary.write_text(json.dumps({
+            "game": arguments.game, "minutes": arguments.minutes, "threshold": arguments.threshold,
+            "env_steps": evaluations[-1]["cost_now"], "seconds": evaluations[-1]["time"], "random": reference,
+            "start": start, "end": end, "best": max(row["fitness"] for row in evaluations),
+            "reached_steps": reached["cost"] if reached else None, "reached_seconds": reached["time"] if reached
+            else None, "changes": arguments.changes}, indent=1))
     plot = arguments.plot or REPOSITORY / "docs" / f"atari_{arguments.game.lower()}.png"
     plot_panels([(f"{arguments.game}: training return (clipped, per life)", first, [("PPO", None, training)]),
                  (f"{arguments.game}: evaluation score (whole games)", reference,

@@ -11,6 +11,13 @@ platforms=()
 for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux1_x86_64; do
   platforms+=(--platform "$p")
 done
+# PART=atari needs the ALE and OpenCV instead of MuJoCo (4.10's wheel keeps .whl under the 64 MiB a call carries)
+if [ "${PART:-all}" = atari ]; then
+  wanted=(ale-py opencv-python-headless==4.10.0.84 gymnasium farama-notifications cloudpickle pyzmq cryptography)
+else
+  wanted=(mujoco==3.17.0 mujoco-mjx==3.17.0 trimesh glfw pyopengl gymnasium farama-notifications pyzmq cryptography)
+fi
+rm -f .whl/*.whl
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp "${platforms[@]}" \
-  -d .whl mujoco==3.17.0 mujoco-mjx==3.17.0 trimesh glfw pyopengl gymnasium farama-notifications pyzmq cryptography
+  -d .whl "${wanted[@]}"
 ls -la .whl && du -sh .whl

@@ -13,6 +13,9 @@
 #     the budget, else it is skipped with the arithmetic printed; step 4 trains less than TRAIN (not under
 #     MIN_TRAIN) to leave the later steps their estimates. After step 2 the batch sizes of steps 4-7 are compiled in
 #     the background into JAX's persistent cache (bench/device/precompile.py), each compile's seconds in the log.
+#   PART=atari: PPO from pixels on Pong (mdp/gym/atari.yml; the learner on the GPU, ATARI_ACTORS actor processes
+#     forked by train.py, no Ray) until an evaluation score of ATARI_THRESHOLD (18) or the budget
+#     (bench/atari.py); the wheels: PART=atari bash bench/device/fetch_wheels.sh.
 #   PART=versus (issue 14's longer comparison): a vectorized PBT population of MEMBERS (a league) and one learner
 #     trained MINUTES (4) each, rated together with the initial policy in deterministic games
 #     (bench/population_vs_single.py), then a GIF of the single learner against the initial policy.
@@ -39,6 +42,9 @@ SNAPSHOTS=${SNAPSHOTS:-6}        # step 4: snapshots rated together (Elo)
 PAIR_GAMES=${PAIR_GAMES:-16}     # step 4: games per pair of snapshots
 MEMBERS=${MEMBERS:-8}            # steps 5 and PART=versus: population size
 MINUTES=${MINUTES:-4}            # PART=versus: training time of each side (less if the budget is short)
+ATARI_GAME=${ATARI_GAME:-Pong}; ATARI_THRESHOLD=${ATARI_THRESHOLD:-18}
+ATARI_ACTORS=${ATARI_ACTORS:-12}; ATARI_DEVICE=${ATARI_DEVICE:-cuda}
+ATARI_CHANGES="train.device=$ATARI_DEVICE sample.actors=$ATARI_ACTORS evaluator.interval=30 ${ATARI_CHANGES:-}"
 # estimates in seconds (start-ups and compiles included; no GPU run has timed these steps yet: the summary's step
 # table of the first one gives the figures to put here)
 EST_ENV=${EST_ENV:-15}; EST_PHYSICS=${EST_PHYSICS:-80}; EST_TESTS=${EST_TESTS:-80}
@@ -176,7 +182,21 @@ versus() {   # PART=versus: each side trains MINUTES or what the budget leaves a
   return "$status"
 }
 
+atari() {   # PART=atari: trains what the budget leaves after 60 s for start-up, the random games and the plot
+  local minutes
+  minutes=$(python3 -c "print(round(max(0.25, ($BUDGET - $SECONDS - 60) / 60), 2))")
+  CMD="python3 bench/atari.py --game $ATARI_GAME --threshold $ATARI_THRESHOLD --minutes $minutes \
+--plot $OUT/atari.png --summary $WORK/atari.json --changes $ATARI_CHANGES"
+  timeout "$(limit)" $CMD --root "$WORK/atari" 2>&1 | quiet | tail -40
+  return "${PIPESTATUS[0]}"
+}
+
 case "$PART" in
+  atari)
+    run_step 1 environment "$EST_ENV" environment
+    if [ "$STATUS" != ran ]; then echo "no usable environment: stopping"; exit 1; fi
+    run_step 2 atari $((BUDGET - SECONDS)) atari
+    ;;
   all)
     run_step 1 environment "$EST_ENV" environment
     if [ "$STATUS" != ran ]; then echo "no usable environment: stopping"; exit 1; fi
@@ -204,7 +224,7 @@ case "$PART" in
     if ls "$CHECKPOINTS"/checkpoint-*.pt > /dev/null 2>&1; then run_step 3 video "$EST_VIDEO" video
     else skip_step 3 video "$EST_VIDEO" "step 2 left no checkpoint"; fi
     ;;
-  *) echo "PART=$PART: expected all or versus" >&2; exit 2 ;;
+  *) echo "PART=$PART: expected all, atari or versus" >&2; exit 2 ;;
 esac
 if [ -n "$PRECOMPILE" ]; then wait "$PRECOMPILE"; fi   # the background precompile (bounded by the budget)
 collect

@@ -19,11 +19,11 @@ import sys
 from pathlib import Path
 
 # the JSON files the steps write into WORK, by the key they get in figures.json
-STEP_FILES = ("env", "physics", "compile", "selfplay", "population", "multigpu", "versus")
+STEP_FILES = ("env", "physics", "compile", "selfplay", "population", "multigpu", "versus", "atari")
 # which step (as named in steps.tsv) measured each group of figures: its command goes beside them
 STEP_OF = {"physics": "physics", "tests": "gpu tests", "selfplay": "self-play training and rating",
            "population": "population throughput", "multigpu": "data-parallel ranks", "video": "video",
-           "versus": "population against one learner"}
+           "versus": "population against one learner", "atari": "atari"}
 TEST_COUNTS = re.compile(r"(\d+) (passed|failed|skipped|deselected|errors?)")
 
 
@@ -94,6 +94,13 @@ def figure_rows(figures: dict) -> list[tuple[str, str, str, str]]:
     if versus := figures.get("versus"):
         rows.append(("versus", f"population's best member ({versus['best_member']}) − single learner, "
                                f"{versus['minutes']:g} min each: Elo", f"{versus['best_minus_single']:+.0f}", "> 0"))
+    if atari := figures.get("atari"):
+        when = (f"{atari['reached_steps']:,.0f} env steps, {atari['reached_seconds']:.0f} s" if atari["reached_steps"]
+                is not None else f"not reached in {atari['seconds']:.0f} s ({atari['env_steps']:,.0f} env steps)")
+        rows.append(("atari", f"PPO from pixels on {atari['game']}: evaluation score {atari['threshold']:g} reached "
+                              f"at", when, f"{atari['threshold']:g} within the budget"))
+        rows.append(("atari", f"best evaluation score (random policy {atari['random']:.1f})", f"{atari['best']:.1f}",
+                     ""))
     if video := figures.get("video"):
         rows.append(("video", "GIF of the final policy against the initial one",
                      f"{video['file']} ({video['bytes'] / 1024:,.0f} KiB)", ""))

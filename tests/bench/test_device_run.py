@@ -118,3 +118,32 @@ def test_summarize_names_what_it_did_not_find(tmp_path):
     completed = subprocess.run([sys.executable, "bench/device/summarize.py", str(tmp_path)], cwd=REPOSITORY,
                                capture_output=True, text=True)
     assert f"{tmp_path / 'figures.json'}: not found" in completed.stderr
+
+
+ATARI = {"PART": "atari", "ATARI_DEVICE": "cpu", "ATARI_ACTORS": "1",
+         "ATARI_CHANGES": "sample.envs=2 sample.truncation=32 train.batch=128 evaluator.episodes=1 "
+                          "evaluator.max_steps=100 evaluator.interval=5"}
+
+
+@pytest.fixture(scope="module")
+def atari_dry_run(tmp_path_factory):
+    """``PART=atari`` (issue 42: Pong from pixels on the GPU machine) on the CPU: 15 s of training."""
+    return dry_run(tmp_path_factory.mktemp("atari"), 75, **ATARI)
+
+
+@pytest.mark.slow
+def test_the_atari_dry_run_ends_well(atari_dry_run):
+    completed, _ = atari_dry_run
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_the_atari_figures_come_back(atari_dry_run):
+    _, out = atari_dry_run
+    assert json.loads((out / "figures.json").read_text())["atari"]["game"] == "Pong"
+
+
+@pytest.mark.slow
+def test_the_atari_summary_has_its_row(atari_dry_run):
+    _, out = atari_dry_run
+    assert "PPO from pixels on Pong: evaluation score 18 reached at" in (out / "summary.md").read_text()
