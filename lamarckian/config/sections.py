@@ -297,13 +297,15 @@ class ReplaySettings(Section):
     batch: int
     ratio: float
     steps: int
+    refresh: int
     alpha: float
     beta: float
     checkpoint: bool
 
     def __post_init__(self) -> None:
         _require(self, capacity=self.capacity >= 1, start=1 <= self.start <= self.capacity, batch=self.batch >= 1,
-                 ratio=self.ratio > 0, steps=self.steps >= 1, alpha=self.alpha >= 0, beta=0 <= self.beta <= 1)
+                 ratio=self.ratio > 0, steps=self.steps >= 1, refresh=self.refresh >= 0, alpha=self.alpha >= 0,
+                 beta=0 <= self.beta <= 1)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -378,9 +378,13 @@ class Learner(Trainer):
     def advance(self, steps: int) -> np.ndarray:
         """Count one iteration of ``steps`` env steps under a new weight version and broadcast the weights (without
         waiting); the weight blob."""
-        self.version += 1
         self.iteration += 1
         self.cost += steps
+        return self.publish_weights()
+
+    def publish_weights(self) -> np.ndarray:
+        """Send the current weights to every actor under a new version (without waiting); the weight blob."""
+        self.version += 1
         blob = to_blob(self.model)
         self.call_all(lambda: self.everyone.broadcast("set_weights", self.version, blob))
         return blob

@@ -101,10 +101,12 @@ class OffPolicyLearner(Learner):
         return max(1, due)
 
     def _train(self, updates: int) -> dict[str, float]:
-        """``updates`` gradient steps on batches drawn from the buffer (priorities renewed); their mean statistics."""
+        """``updates`` gradient steps on batches drawn from the buffer (priorities renewed), the weights sent to the
+        actors every ``train.replay.refresh`` of them; their mean statistics."""
         totals: dict[str, torch.Tensor] = {}
         counts: dict[str, int] = {}
-        for _ in range(updates):
+        refresh = self.replay_settings.refresh
+        for made in range(1, updates + 1):
             batch, slots, weights = self.replay.sample(self.replay_settings.batch)
             tensors = {name: torch.from_numpy(array).to(self.device) for name, array in batch.items()}
             errors, stats = self.replay_update.update(tensors, torch.from_numpy(weights).to(self.device))
@@ -113,6 +115,8 @@ class OffPolicyLearner(Learner):
             for name, value in stats.items():       # some statistics are not every update's (SAC's policy delay)
                 totals[name] = totals[name] + value if name in totals else value
                 counts[name] = counts.get(name, 0) + 1
+            if refresh and made % refresh == 0 and made < updates:     # the last one is the iteration's own
+                self.publish_weights()
         return {name: float(total) / counts[name] for name, total in totals.items()}
 
     def step(self) -> dict[str, float]:

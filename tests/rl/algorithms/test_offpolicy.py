@@ -217,3 +217,17 @@ def test_bad_off_policy_settings_are_one_line(tmp_path, capsys, files, changes, 
     assert message in error
     assert len(error.splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_weights_reach_the_actors_every_refresh_updates(tmp_path):
+    """``train.replay.refresh``: the weights go out every K updates inside an iteration, not only at its end."""
+    learner = fleet_learner(load(["mdp/gym.yml", "mdp/gym/pendulum.yml", "rl/sac.yml"], [
+        "sample.envs=2", "sample.truncation=8", "train.replay.start=16", "train.replay.batch=8", "model.hidden=[8]",
+        "train.replay.ratio=4", "train.replay.refresh=8", "evaluator.episodes=0", f"root={tmp_path}"]))
+    try:
+        with learner.running():
+            while learner.replay_update.updates == 0:
+                before, stats = learner.version, learner.step()
+        assert learner.version - before == (int(stats["updates"]) - 1) // 8 + 1
+    finally:
+        learner.close()
