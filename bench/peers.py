@@ -6,9 +6,10 @@ deterministic evaluation of 10 episodes at the threshold. Medians over seeds, th
 ratio of ours to the fastest peer.
 
 - ours: what a user types, ``train.py -c mdp/gym.yml mdp/gym/<task>.yml rl/<algorithm>.yml`` with the shipped
-  values, evaluating every second (``evaluator.interval=1``); the moment is ``--profile``'s "stop rule holds" (the
-  evaluation that crossed the threshold finished; evaluations run beside training), its env steps those of the
-  weights that evaluation judged;
+  values (the task's tuned section for the algorithm), evaluating as often as the peers, every ``eval_steps`` env
+  steps (``evaluator.interval_steps``; evaluations run beside training, one at a time); the moment is
+  ``--profile``'s "stop rule holds" (the evaluation that crossed the threshold finished), its env steps those of
+  the weights that evaluation judged;
 - stable-baselines3 2.9.2 and sbx 0.28 (SB3 in JAX) with rl-baselines3-zoo's tuned values and budget
   (``n_timesteps``: their exploration and learning-rate schedules run over it), evaluating every ``eval_steps``
   env steps (bench/peer_run.py). They are installed for this benchmark only, in their own virtual
@@ -79,6 +80,9 @@ ROWS = {
                        dict(learning_rate=6.3e-4, batch_size=128, buffer_size=50000, learning_starts=0, gamma=0.99,
                             target_update_interval=250, train_freq=4, gradient_steps=-1, exploration_fraction=0.12,
                             exploration_final_eps=0.1, policy_kwargs=dict(net_arch=[256, 256])), 1000, 100_000),
+    "lunarlander-ppo": Row("LunarLander-v3 PPO to 200", "LunarLander-v3", ("mdp/gym/lunarlander.yml", "rl/ppo.yml"),
+                           200.0, "PPO", dict(n_envs=16, n_steps=1024, batch_size=64, gae_lambda=0.98, gamma=0.999,
+                                              n_epochs=4, ent_coef=0.01), 16384, 1_000_000),
 }
 
 
@@ -89,7 +93,8 @@ def run_ours(row: Row, seed: int, limit: float) -> dict[str, Any]:
         root = Path(folder) / "run"
         completed = subprocess.run(
             [sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml", *row.files, "--profile", "-D", "-m",
-             f"seed={seed}", f"root={root}", "evaluator.interval=1", f"evaluator.episodes={EPISODES}",
+             f"seed={seed}", f"root={root}", "evaluator.interval=1e9", f"evaluator.interval_steps={row.eval_steps}",
+             f"evaluator.episodes={EPISODES}",
              "evaluator.progress=false", "evaluator.tensorboard=false",
              f"evaluator.terminate=self.fitness >= {row.threshold} or self.time > {limit}"],
             capture_output=True, text=True, cwd=REPOSITORY)

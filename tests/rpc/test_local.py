@@ -101,6 +101,34 @@ def test_gather_streams_with_back_pressure_and_stops():
                 gather()
 
 
+def held_gather(release: bool) -> int:
+    """How many items one actor with one credit made after its first was taken while holding (and, with
+    ``release``, its credit returned)."""
+    actor = Echo(1)
+    with Gather(All([actor]), credits=1) as gather, gather.gathering("count"):
+        gather.holding = True
+        gather()
+        if release:
+            gather.release()
+        time.sleep(0.2)
+        return actor.produced
+
+
+def test_a_held_credit_stops_the_actor_after_its_item_in_flight():
+    assert held_gather(release=False) == 1           # the one taken: its credit is not back
+
+
+def test_a_released_credit_lets_the_actor_go_on():
+    assert held_gather(release=True) == 2
+
+
+def test_in_flight_counts_the_credits_the_actors_hold():
+    with Gather(All([Echo(1), Echo(2)]), credits=2) as gather, gather.gathering("count"):
+        gather.holding = True
+        gather()
+        assert gather.in_flight() == 3
+
+
 def test_decorator_checks_and_seed_import_paths():
     with pytest.raises(TypeError, match="not decorated with @any"):
         Any([OnlyAll()])
