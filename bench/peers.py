@@ -106,7 +106,8 @@ def run_ours(row: Row, seed: int, limit: float) -> dict[str, Any]:
     first_step = re.search(r"^first env step \(the earliest actor\)\s+([\d.]+)", completed.stderr, re.MULTILINE)
     return {"seconds": float(ends.group(1)) if reached and ends else math.nan,
             "steps": reached["cost"] if reached else math.nan,
-            "first_step": float(first_step.group(1)) if first_step else math.nan}
+            "first_step": float(first_step.group(1)) if first_step else math.nan,
+            "waited": reached["evaluating"] / max(1e-9, reached["time"]) if reached else math.nan}
 
 
 def run_peer(python: Path, library: str, row: Row, seed: int, limit: float) -> dict[str, Any]:
@@ -163,7 +164,8 @@ def main() -> None:
     print(f"{time.strftime('%Y-%m-%d')} {platform.node()}, {platform.processor() or platform.machine()}, "
           f"seeds {args.seeds}; seconds from process start to the first evaluation at the threshold, "
           "median (min–max); env steps to it in brackets", flush=True)
-    table = [["row", *args.peers, "ours", "ours / fastest peer", "ours: first env step"]]
+    table = [["row", *args.peers, "ours", "ours / fastest peer", "ours: first env step",
+              "ours: share of training spent waiting for evaluation"]]
     for name in args.rows:
         row = ROWS[name]
         results: dict[str, list[dict[str, Any]]] = {system: [] for system in [*args.peers, "ours"]}
@@ -182,8 +184,9 @@ def main() -> None:
         fastest = min((median([r["seconds"] for r in results[p]]) for p in args.peers), default=math.nan)
         ours = median([r["seconds"] for r in results["ours"]])
         first_step = median([r["first_step"] for r in results["ours"]])
+        waited = max((r["waited"] for r in results["ours"] if r["waited"] == r["waited"]), default=math.nan)
         table.append([row.title, *cells, f"{ours / fastest:.2f}×" if fastest == fastest and ours == ours else "—",
-                      f"{first_step:.2f} s"])
+                      f"{first_step:.2f} s", f"{waited:.1%} (most of any seed)"])
         print(" | ".join(table[-1]), flush=True)
     print()
     print("| " + " | ".join(table[0]) + " |")

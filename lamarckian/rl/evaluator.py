@@ -44,24 +44,26 @@ class Evaluator:
         self.opponent = settings.opponent
         self.terminate = Expression(settings.terminate) if settings.terminate else None
         self.last = -math.inf                     # monotonic time of the latest evaluation's start
-        self.last_cost = -math.inf                # env steps at the latest evaluation's start
+        self.last_mark = -1                       # env steps // interval_steps at the latest evaluation's start
         self.results: list[EpisodeResult] = []  # the latest evaluation's episode results
         self.history: list[dict[str, Any]] = []  # every evaluation of the run: time, cost, iteration, summary
         self.spent = 0.0                          # seconds the run's evaluations took (part of its time)
         self.latest: dict[str, float] = {"episodes": 0.0, "fitness": math.nan, "win": math.nan}
 
     def due(self, now: float | None = None, cost: float | None = None) -> bool:
-        """An evaluation is due: ``evaluator.interval`` seconds, or ``evaluator.interval_steps`` env steps (when
-        set, and ``cost`` is given), since the latest one started."""
+        """An evaluation is due: ``evaluator.interval`` seconds since the latest one started, or (when set, and
+        ``cost`` is given) a multiple of ``evaluator.interval_steps`` env steps was passed since (as
+        stable-baselines3's evaluation callback: at 1,000, 2,000... env steps)."""
         if self.episodes <= 0:
             return False
-        if self.interval_steps and cost is not None and cost - self.last_cost >= self.interval_steps:
+        if self.interval_steps and cost is not None and cost // self.interval_steps > self.last_mark:
             return True
         return (now if now is not None else time.monotonic()) - self.last >= self.interval
 
     def started(self, cost: float) -> None:
         """An evaluation starts now, at ``cost`` env steps (the intervals count from here)."""
-        self.last, self.last_cost = time.monotonic(), cost
+        self.last = time.monotonic()
+        self.last_mark = int(cost // self.interval_steps) if self.interval_steps else -1
 
     def shares(self, actors: int) -> list[int]:
         """``episodes`` split over ``actors`` (the first ones play one more where it does not divide)."""

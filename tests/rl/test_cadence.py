@@ -19,16 +19,20 @@ def evaluator(**changes) -> Evaluator:
     return Evaluator(dataclasses.replace(settings, **changes))
 
 
-def test_an_evaluation_is_due_after_interval_steps_env_steps():
+def test_an_evaluation_is_due_at_the_next_multiple_of_interval_steps():
     judge = evaluator(interval=1e9, interval_steps=1000)
     judge.started(cost=500)
-    assert judge.due(cost=1500)
+    assert judge.due(cost=1000)
 
 
-def test_no_evaluation_is_due_before_interval_steps_env_steps():
+def test_no_evaluation_is_due_before_the_next_multiple_of_interval_steps():
     judge = evaluator(interval=1e9, interval_steps=1000)
     judge.started(cost=500)
-    assert not judge.due(cost=1499)
+    assert not judge.due(cost=999)
+
+
+def test_the_first_evaluation_is_due_at_once():
+    assert evaluator(interval=1e9, interval_steps=1000).due(cost=0)
 
 
 def test_the_seconds_still_count_beside_the_steps():

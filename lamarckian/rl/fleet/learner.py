@@ -57,6 +57,14 @@ SNAPSHOT_ID_STRIDE = 1_000_000   # rl.policies: the k-th policy's pool numbers i
 EVALUATION_ACTOR = 1_000_000     # the index (seed stream) of the evaluation actor, apart from the fleet's
 
 
+def evaluation_shape(config: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What an evaluation actor is built from beyond the weights it is sent: the MDP, the network, the algorithm and
+    its policies (evolve.py's next individual keeps the evaluation actor where these are the same)."""
+    rl = RLSettings.from_config(config)
+    return (MDPSettings.from_config(config), ModelSettings.from_config(config), rl.algorithm, rl.policies,
+            SampleSettings.from_config(config).envs)
+
+
 class RemoteConnect(Protocol):
     """How the learner reaches the remote workers of ``rl.remote.server`` (:func:`lamarckian.remote.fleet.connect`):
     their ``All`` (``set_weights``, ``evaluate``...) and their ``Gather`` of segments; ``keep_fixed``: segments of
@@ -98,10 +106,10 @@ class Learner(Trainer):
         """(Re)build the network (initialized from ``config.seed``), PPO, the evaluator and the opponent pool from
         ``config``; counters restart at 0. Running actors are kept: the caller sends them the new weights.
         (evolve.py's learners call this for each individual they train.)"""
-        self.config = config
-        if self.beside is not None:                      # its MDP and network were the previous config's
-            self.beside.close()
+        if self.beside is not None and evaluation_shape(config) != evaluation_shape(self.config):
+            self.beside.close()                          # its MDP and network were the previous config's
             self.beside = None
+        self.config = config
         self.algorithm = algorithm_of(config)
         self.model, self.seats, self.roles = learner_network(config)
         self.algorithm.check(self.model, self.seats, config)
