@@ -211,7 +211,8 @@ class Learner(Trainer):
             return processes.spawn(Actor, *arguments, name=name)
         import ray
 
-        return ray.remote(num_cpus=self.sample.num_cpus, max_restarts=0)(Actor).remote(*arguments)
+        cpus = 0 if index == EVALUATION_ACTOR else self.sample.num_cpus   # it plays now and then: no CPU of its own
+        return ray.remote(num_cpus=cpus, max_restarts=0)(Actor).remote(*arguments)
 
     def start_actors(self) -> None:
         if self.remote is not None:            # workers on other machines, through the relay server
