@@ -294,24 +294,24 @@ class TrainingLoop:
         trainer.evaluator.spent += time.monotonic() - since
         trainer.elapsed = time.monotonic() - self.clock
 
-    def _harvest(self, fields: Mapping[str, str], scalars: Scalars, wandb: WandbScalars, wait: bool = False) -> bool:
+    def _harvest(self, fields: Mapping[str, str], scalars: Scalars, wandb: WandbScalars, wait: bool = False) -> None:
         """Record the evaluation begun last if it is over (``wait``: wait for it): its row, scalars and line, each
-        naming the weights it judged. Whether one was recorded."""
+        naming the weights it judged."""
         if self.judging is None:
-            return False
+            return
         trainer = self.trainer
         started = time.monotonic()
         summary = trainer.evaluation_result(wait)
         if wait:
             self._waited(started)
         if summary is None:
-            return False
+            return
         (iteration, cost), self.judging = self.judging, None
         self.judged = iteration
         line = " | ".join(f"{k} {v}" for k, v in fields.items())
         if not summary:
             self.progress.print(line)
-            return False
+            return
         row = {"time": round(trainer.elapsed, 3), "evaluating": round(trainer.evaluator.spent, 3), "cost": cost,
                "iteration": iteration, "cost_now": trainer.cost, **summary}
         trainer.evaluator.history.append(row)
@@ -322,4 +322,3 @@ class TrainingLoop:
         TIMELINE.mark("first evaluation")
         self.progress.print(f"{line} | eval of iter {iteration} @ {format_number(cost)} steps: "
                             f"{trainer.evaluation_line(summary)}")
-        return True

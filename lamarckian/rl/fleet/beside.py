@@ -36,7 +36,8 @@ class BesideEvaluation:
         self.actor: Any = None
         self.caller: rpc.Any | None = None
         self.job: tuple[int, np.ndarray, Pool | None, int, str] | None = None
-        self.ticket: tuple[Any, int] | None = None
+        self.ticket: tuple[Any, int] | None = None       # the evaluation's call
+        self.preparing: list[tuple[Any, int]] = []       # the calls that load its weights (and pool) first
         self.replaced = 0                                # evaluation actors that died and were replaced
 
     @property
@@ -59,10 +60,19 @@ class BesideEvaluation:
         if self.caller is None:
             self.actor = self.spawn()
             self.caller = rpc.Any([self.actor], settings=self.settings)
-        self.caller.submit("set_weights", version, blob)          # one link: the calls run in this order
+        self.preparing = [self.caller.submit("set_weights", version, blob)]   # one link: the calls run in order
         if pool is not None:
-            self.caller.submit("set_pool", pool[0], pool[1])
+            self.preparing.append(self.caller.submit("set_pool", pool[0], pool[1]))
         self.ticket = self.caller.submit("evaluate", episodes, opponent)
+
+    def _finish(self) -> list[dict[str, Any]]:
+        """The evaluation's results, the replies of the calls before it taken too (blocks until they are in)."""
+        for ticket in self.preparing:          # answered before the evaluation (one link, in order)
+            self.caller.result(ticket)
+        results = self.caller.result(self.ticket)
+        self.job = self.ticket = None
+        self.preparing = []
+        return results
 
     def poll(self) -> list[dict[str, Any]] | None:
         """The finished evaluation's episode results (wire form), or None while it plays. Never blocks (an
@@ -70,25 +80,18 @@ class BesideEvaluation:
         if self.job is None or self.ticket is None:
             return None
         try:
-            if not self.caller.ready(self.ticket):
-                return None
-            results = self.caller.result(self.ticket)
+            return self._finish() if self.caller.ready(self.ticket) else None
         except rpc.ActorDiedError:
             self._replace()
             return None
-        self.job = self.ticket = None
-        return results
 
     def wait(self) -> list[dict[str, Any]] | None:
         """Block until the evaluation in flight (if any) is over; its results (None: there was none)."""
         while self.job is not None:
             try:
-                results = self.caller.result(self.ticket)
+                return self._finish()
             except rpc.ActorDiedError:
                 self._replace()
-                continue
-            self.job = self.ticket = None
-            return results
         return None
 
     def _replace(self) -> None:
@@ -102,7 +105,7 @@ class BesideEvaluation:
         if self.actor is not None:
             self.kill(self.actor, graceful)
         self.caller = self.actor = None
-        self.ticket = None
+        self.ticket, self.preparing = None, []
 
     def close(self) -> None:
         """End the evaluation actor (an evaluation in flight is abandoned)."""

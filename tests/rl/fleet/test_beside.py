@@ -70,3 +70,10 @@ def test_training_went_on_while_some_evaluation_played(evaluations):
 
 def test_the_last_row_judges_the_final_weights(evaluations):
     assert evaluations[-1]["cost"] == evaluations[-1]["cost_now"]
+
+
+def test_no_reply_is_left_waiting_after_evaluations(learner):
+    for _ in range(3):
+        learner.begin_evaluation()
+        learner.evaluation_result(wait=True)
+    assert learner.beside.caller.link.idle()
