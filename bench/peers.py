@@ -17,7 +17,7 @@ ratio of ours to the fastest peer.
   gymnasium) at ``--python``'s folder.
 
     python bench/peers.py --setup
-    python bench/peers.py [--rows cartpole-ppo ...] [--seeds 0 1 2] [--peers sb3 sbx] [--limit 120]
+    python bench/peers.py [--rows cartpole-ppo ...] [--seeds 0 1 2] [--peers sb3 sbx] [--limit 120] [--plot docs/]
 """
 
 from __future__ import annotations
@@ -39,11 +39,14 @@ from typing import Any
 REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
+from learning import plot_panels  # noqa: E402
+
 from lamarckian.record import read_rows  # noqa: E402
 
 PEERS_PYTHON = Path.home() / ".cache" / "lamarckian" / "peers" / "bin" / "python"
 PEER_PACKAGES = ("stable-baselines3==2.9.2", "sbx-rl==0.28.0")
 EPISODES = 10                       # evaluation episodes, both sides
+COLOURS = {"sb3": "tab:blue", "sbx": "tab:orange", "ours": "tab:green"}   # learning curves, one colour a library
 SBX_UNSUPPORTED = ("use_sde", "sde_sample_freq")   # sbx's PPO has no generalized state-dependent exploration
 
 
@@ -107,7 +110,8 @@ def run_ours(row: Row, seed: int, limit: float) -> dict[str, Any]:
     return {"seconds": float(ends.group(1)) if reached and ends else math.nan,
             "steps": reached["cost"] if reached else math.nan,
             "first_step": float(first_step.group(1)) if first_step else math.nan,
-            "waited": reached["evaluating"] / max(1e-9, reached["time"]) if reached else math.nan}
+            "waited": reached["evaluating"] / max(1e-9, reached["time"]) if reached else math.nan,
+            "curve": [(row["cost"], row["fitness"]) for row in rows]}
 
 
 def run_peer(python: Path, library: str, row: Row, seed: int, limit: float) -> dict[str, Any]:
@@ -122,7 +126,8 @@ def run_peer(python: Path, library: str, row: Row, seed: int, limit: float) -> d
         raise RuntimeError(f"{library} failed ({row.title}, seed {seed}):\n{completed.stderr[-2000:]}")
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     return {"seconds": result["reached"] if result["reached"] is not None else math.nan,
-            "steps": result["steps"] if result["steps"] is not None else math.nan, "learn": result["learn"]}
+            "steps": result["steps"] if result["steps"] is not None else math.nan, "learn": result["learn"],
+            "curve": [tuple(point) for point in result["curve"]]}
 
 
 def median_and_spread(values: list[float]) -> str:
@@ -155,6 +160,8 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=120.0, help="seconds before a run gives up")
     parser.add_argument("--python", type=Path, default=PEERS_PYTHON, help="the peers' environment's python")
     parser.add_argument("--setup", action="store_true", help="make the peers' environment and stop")
+    parser.add_argument("--plot", type=Path, default=None, metavar="DIR",
+                        help="one learning-curve plot per row here (evaluation return against env steps)")
     args = parser.parse_args()
     if args.setup:
         setup(args.python)
@@ -188,6 +195,12 @@ def main() -> None:
         table.append([row.title, *cells, f"{ours / fastest:.2f}×" if fastest == fastest and ours == ours else "—",
                       f"{first_step:.2f} s", f"{waited:.1%} (most of any seed)"])
         print(" | ".join(table[-1]), flush=True)
+        if args.plot is not None:
+            path = args.plot / f"peers_{name}.png"
+            plot_panels([(row.title, row.threshold, [(f"{system} seed {seed}", COLOURS[system], run["curve"])
+                                                     for system, runs in results.items()
+                                                     for seed, run in zip(args.seeds, runs)])], path)
+            print(f"  learning curves: {path}", flush=True)
     print()
     print("| " + " | ".join(table[0]) + " |")
     print("|" + "---|" * len(table[0]))
