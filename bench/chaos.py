@@ -87,9 +87,12 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
     kinds = sorted({e["kind"] for e in events if e["kind"] not in ("started", "stopping") and "hit" in e})
     rate = report.undisturbed_rate(samples, [e["t"] for e in events if e["kind"] in kinds], warm_up=30.0)
     rate_source = "between faults"
-    if rate != rate and baseline is not None:            # too few reports between faults: the run beside it
+    if not rate > 0 and baseline is not None:            # too few reports between faults: the run beside it
         rate = report.steady_rate(report.progress(Log(baseline / "samples.jsonl").read()), warm_up)
         rate_source = "of the run without faults"
+    if not rate > 0:                                      # nor a baseline: the whole run, its faults included
+        rate = report.steady_rate(curve, warm_up=0.0)
+        rate_source = "over the whole run, faults included (too few reports between faults)"
     lost = report.time_lost(events, curve, rate, result["seconds"], kinds) if rate == rate and rate > 0 else {}
     figures: dict[str, Any] = {
         "scenario": scenario, "seconds": result["seconds"], "rate": rate, "rate_source": rate_source,
@@ -108,11 +111,13 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
     }
     if baseline is not None and (baseline / "result.json").exists():
         figures["baseline_result"] = json.loads((baseline / "result.json").read_text()).get("result")
-    rolled_back = max(result.get("steps_lost") or [0.0]) / (result["checkpoint_interval"] * rate)
-    figures["steps_lost_in_checkpoint_intervals"] = round(rolled_back, 2)
+    rolled_back = rollback_in_intervals(result, rate)
+    figures["steps_lost_in_checkpoint_intervals"] = round(rolled_back, 2) if rolled_back == rolled_back else None
     failed = [name for name, ok in result.get("checks", {}).items() if not ok]
     failed += [f"{row['injected'] - row['survived']} of {row['injected']} '{kind}' faults not survived"
                for kind, row in figures["faults"].items() if row["survived"] + row["too_late"] < row["injected"]]
+    if not rate > 0:
+        failed.append("the job made no measurable progress (no env steps between its reports)")
     if rolled_back > ROLLBACK_MARGIN:
         failed.append(f"a restart rolled back {rolled_back:.2f} checkpoint intervals of env steps")
     if result["leftover"]:
@@ -120,6 +125,15 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
     if result.get("unexpected_exits"):
         failed.append(f"the job exited by itself: {result['unexpected_exits']}")
     return figures, failed
+
+
+def rollback_in_intervals(result: dict[str, Any], rate: float) -> float:
+    """The most env steps a driver restart rolled back, in checkpoint intervals of work at ``rate`` env steps/s;
+    0 without a restart that lost steps, nan where no rate could be measured (the job made no progress)."""
+    lost = max(result.get("steps_lost") or [0.0])
+    if lost == 0:
+        return 0.0
+    return lost / (result["checkpoint_interval"] * rate) if rate > 0 else float("nan")
 
 
 def run_all(args: argparse.Namespace, out: Path) -> None:

@@ -14,7 +14,9 @@ import pytest
 REPOSITORY = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPOSITORY / "bench"))
 
+import chaos  # noqa: E402
 from chaoslib.faults import StallProxy  # noqa: E402
+from chaoslib.schedule import Log  # noqa: E402
 
 
 @pytest.fixture
@@ -54,6 +56,31 @@ def test_the_proxy_passes_bytes_and_holds_them_while_stalled(echo_server):
 def test_the_proxy_refuses_any_address_but_loopback():
     with pytest.raises(ValueError, match="loopback"):
         StallProxy("192.0.2.1", 9)
+
+
+def write_run(folder: Path, costs: list[tuple[float, int]], fault_times: list[float]) -> None:
+    """A scenario's logs as the harness writes them: status samples of one process, faults, a result."""
+    for t, cost in costs:
+        Log(folder / "samples.jsonl").write({"t": t, "cost": cost, "pid": 7})
+    for t in fault_times:
+        Log(folder / "events.jsonl").write({"t": t, "kind": "learner killed", "hit": True})
+    result = {"seconds": costs[-1][0], "checkpoint_interval": 10.0, "steps_lost": [100.0], "leftover": [],
+              "zombies": 0, "checks": {}}
+    (folder / "result.json").write_text(chaos.json.dumps(result))
+
+
+def test_a_run_reporting_no_progress_between_faults_is_summarized_over_its_whole_length(tmp_path):
+    # reports every 4 s, env steps counted every 40 s: most 8-second windows are flat, their median rate is 0
+    write_run(tmp_path, [(4.0 * i, 1000 * (i // 10)) for i in range(41)], [100.0])
+    figures, failed = chaos.summarize("evolve", tmp_path, baseline=None)
+    assert figures["rate"] == pytest.approx(4000 / 160.0)
+    assert failed == []
+
+
+def test_a_run_that_never_moved_fails_with_that_reason(tmp_path):
+    write_run(tmp_path, [(10.0 * i, 0) for i in range(20)], [50.0])
+    _, failed = chaos.summarize("evolve", tmp_path, baseline=None)
+    assert any("no measurable progress" in line for line in failed)
 
 
 @pytest.mark.slow
