@@ -224,7 +224,7 @@ class Learner(Trainer):
         self.actors = [self._spawn() for _ in range(self.sample.actors)]
         self.everyone = rpc.connect_replacing(self.actors, lambda actors: rpc.All(actors, settings=settings),
                                               self._spawn, self._discard)
-        self.gather = rpc.Gather(self.everyone, credits=self.sample.credits)
+        self.gather = rpc.Gather(self.everyone, credits=self.gather_credits)
         TIMELINE.mark("actors started and connected")
 
     def publish(self) -> None:
@@ -332,6 +332,16 @@ class Learner(Trainer):
             if self.synchronous and self.gather.in_flight() * sum(s.steps for s in message) < self.batch_steps - steps:
                 self.gather.release(self.gather.last_index)     # those in flight cannot fill the batch: one more
         return segments, steps, results
+
+    @property
+    def gather_credits(self) -> int:
+        """Segments an actor may have in flight: ``sample.credits``; under :attr:`synchronous` no more than one
+        batch needs from each actor (a credit left over at the end of a batch would sample the next one's first
+        segment with the old weights; fewer are made up by :meth:`_collect`)."""
+        if not self.synchronous:
+            return self.sample.credits
+        per_actor = self.batch_steps / (self.sample.actors * self.sample.envs * self.sample.truncation)
+        return max(1, min(self.sample.credits, math.ceil(per_actor)))
 
     @property
     def synchronous(self) -> bool:
