@@ -55,10 +55,10 @@ def run(files: list[str], threshold: float, seed: int, limit: float, root: Path,
             "rate": rows[-1]["cost"] / max(1e-9, rows[-1]["time"] - rows[-1]["evaluating"]) if rows else float("nan")}
 
 
-def plot_panels(panels: list[tuple[str, float, list[tuple[str, str | None, list]]]], path: Path,
+def plot_panels(panels: list[tuple[str, float | None, list[tuple[str, str | None, list]]]], path: Path,
                 xlabel: str = "env steps", ylabel: str = "mean evaluation return") -> None:
     """Learning curves to ``path`` (png): one panel per ``(title, threshold, [(label, colour or None, [(steps,
-    return)])])``, the threshold dashed."""
+    return)])])``, the threshold dashed (None: no threshold)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -68,7 +68,8 @@ def plot_panels(panels: list[tuple[str, float, list[tuple[str, str | None, list]
     for axis, (title, threshold, lines) in zip(axes[0], panels):
         for label, colour, curve in lines:
             axis.plot([c for c, _ in curve], [f for _, f in curve], marker=".", color=colour, label=label)
-        axis.axhline(threshold, color="grey", linestyle="--", linewidth=1)
+        if threshold is not None:
+            axis.axhline(threshold, color="grey", linestyle="--", linewidth=1)
         axis.set(title=title, xlabel=xlabel, ylabel=ylabel)
         axis.legend(fontsize=7)
     figure.tight_layout()

@@ -2,11 +2,13 @@
 
 Reads one JSON argument: ``library`` (sb3 | sbx), ``algorithm`` (PPO | SAC | DQN), ``env``, ``hyper`` (the
 rl-baselines3-zoo values; ``"lin_<x>"`` is a linear schedule from x to 0, ``normalize`` wraps the environments in
-VecNormalize as the zoo does), ``seed``, ``threshold``, ``eval_steps``, ``timesteps`` (the zoo's ``n_timesteps``: the budget, over which
-exploration and learning rates are scheduled), ``episodes``, ``limit`` (seconds). Trains until a deterministic evaluation of ``episodes`` episodes, every ``eval_steps`` env steps, reaches
-``threshold``, or ``limit`` seconds pass since the process started; prints one JSON line: ``reached`` (seconds
-from process start, the interpreter's own start included, to the end of that evaluation; null if not reached),
-``steps``, ``learn`` (seconds from process start to ``learn()``), ``curve`` ([env steps, mean return]).
+VecNormalize as the zoo does, ``policy_kwargs.activation_fn`` is a name: relu | tanh), ``seed``, ``threshold``,
+``eval_steps``, ``timesteps`` (the zoo's ``n_timesteps``: the budget, over which exploration and learning rates are
+scheduled), ``episodes``, ``limit`` (seconds). Trains until a deterministic evaluation of ``episodes`` episodes,
+every ``eval_steps`` env steps, reaches ``threshold``, or ``limit`` seconds pass since the process started; a null
+``threshold`` trains the whole budget and evaluates the final weights too. Prints one JSON line: ``reached``
+(seconds from process start, the interpreter's own start included, to the end of that evaluation; null if not
+reached), ``steps``, ``learn`` (seconds from process start to ``learn()``), ``curve`` ([env steps, mean return]).
 """
 
 from __future__ import annotations
@@ -37,6 +39,17 @@ def schedules(hyper: dict[str, Any], library: str) -> dict[str, Any]:
     return converted
 
 
+def activation(name: str, library: str) -> Any:
+    """``relu`` or ``tanh`` as the library's activation: a torch module class (sb3) or a JAX function (sbx)."""
+    if library == "sbx":
+        import jax
+
+        return getattr(jax.nn, name)
+    import torch
+
+    return {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[name]
+
+
 def main() -> None:
     job = json.loads(sys.argv[1])
     import gymnasium
@@ -50,6 +63,9 @@ def main() -> None:
     else:
         import stable_baselines3 as library
     hyper = schedules(dict(job["hyper"]), job["library"])
+    if "activation_fn" in hyper.get("policy_kwargs", {}):      # a name in JSON: the library's function
+        hyper["policy_kwargs"] = {**hyper["policy_kwargs"],
+                                  "activation_fn": activation(hyper["policy_kwargs"]["activation_fn"], job["library"])}
     n_envs, normalize = hyper.pop("n_envs", 1), hyper.pop("normalize", False)
     env = make_vec_env(job["env"], n_envs=n_envs, seed=job["seed"])
     evaluation_env: Any = gymnasium.make(job["env"])
@@ -75,12 +91,17 @@ def main() -> None:
                 mean = float(evaluate_policy(model, evaluation_env, n_eval_episodes=job["episodes"],
                                              deterministic=True)[0])
                 curve.append([self.num_timesteps, mean])
-                if mean >= job["threshold"]:
+                if job["threshold"] is not None and mean >= job["threshold"]:
                     reached.append(time.time() - START)
                     return False
             return time.time() - START < job["limit"]
 
     model.learn(total_timesteps=job["timesteps"], callback=Watch())
+    if job["threshold"] is None:                     # a fixed budget: the final weights are judged too
+        if normalize:
+            evaluation_env.obs_rms = env.obs_rms
+        curve.append([model.num_timesteps, float(evaluate_policy(model, evaluation_env, n_eval_episodes=job["episodes"],
+                                                                 deterministic=True)[0])])
     print(json.dumps({"reached": reached[0] if reached else None, "steps": curve[-1][0] if reached else None,
                       "learn": learn, "curve": curve}))
 

@@ -16,8 +16,14 @@ ratio of ours to the fastest peer.
   environment: ``python bench/peers.py --setup`` makes it (it sees this environment's packages: torch, JAX,
   gymnasium) at ``--python``'s folder.
 
+Fixed-budget rows (MuJoCo PPO: ``hopper-ppo``, ``halfcheetah-ppo``) have no threshold: each system trains for the
+row's env steps (300 k), evaluating every ``eval_steps``, and the final weights' return over 10 deterministic
+episodes is compared (medians of the seeds; ours less SB3's); give them a ``--limit`` above the peers' time for the
+budget (SB3 takes about 4 to 8 minutes here).
+
     python bench/peers.py --setup
     python bench/peers.py [--rows cartpole-ppo ...] [--seeds 0 1 2] [--peers sb3 sbx] [--limit 120] [--plot docs/]
+    python bench/peers.py --rows hopper-ppo halfcheetah-ppo --peers sb3 --limit 1200 --plot docs/
 """
 
 from __future__ import annotations
@@ -50,12 +56,17 @@ COLOURS = {"sb3": "tab:blue", "sbx": "tab:orange", "ours": "tab:green"}   # lear
 SBX_UNSUPPORTED = ("use_sde", "sde_sample_freq")   # sbx's PPO has no generalized state-dependent exploration
 
 
+MUJOCO_PPO = dict(normalize=True, n_envs=1, n_steps=512,          # rl-baselines3-zoo's PPO on MuJoCo, shared
+                  policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn="relu",
+                                     net_arch=dict(pi=[256, 256], vf=[256, 256])))
+
+
 @dataclasses.dataclass(frozen=True)
 class Row:
     title: str
     env: str
     files: tuple[str, ...]           # our config files after mdp/gym.yml
-    threshold: float
+    threshold: float | None          # None: a fixed-budget row (the return of the final weights at `timesteps`)
     algorithm: str                   # the peers' class
     zoo: dict[str, Any]              # rl-baselines3-zoo's values for the peers
     eval_steps: int                  # the peers evaluate every this many env steps
@@ -86,12 +97,24 @@ ROWS = {
     "lunarlander-ppo": Row("LunarLander-v3 PPO to 200", "LunarLander-v3", ("mdp/gym/lunarlander.yml", "rl/ppo.yml"),
                            200.0, "PPO", dict(n_envs=16, n_steps=1024, batch_size=64, gae_lambda=0.98, gamma=0.999,
                                               n_epochs=4, ent_coef=0.01), 16384, 1_000_000),
+    "hopper-ppo": Row("Hopper-v5 PPO, return at 300 k env steps", "Hopper-v5", ("mdp/gym/hopper.yml", "rl/ppo.yml"),
+                      None, "PPO", dict(MUJOCO_PPO, batch_size=32, gamma=0.999, learning_rate=9.80828e-5,
+                                        ent_coef=0.00229519, clip_range=0.2, n_epochs=5, gae_lambda=0.99,
+                                        max_grad_norm=0.7, vf_coef=0.835671), 50_000, 300_000),
+    "halfcheetah-ppo": Row("HalfCheetah-v5 PPO, return at 300 k env steps", "HalfCheetah-v5",
+                           ("mdp/gym/halfcheetah.yml", "rl/ppo.yml"), None, "PPO",
+                           dict(MUJOCO_PPO, batch_size=64, gamma=0.98, learning_rate=2.0633e-5, ent_coef=0.000401762,
+                                clip_range=0.1, n_epochs=20, gae_lambda=0.92, max_grad_norm=0.8, vf_coef=0.58096),
+                           50_000, 300_000),
 }
 
 
 def run_ours(row: Row, seed: int, limit: float) -> dict[str, Any]:
     """``train.py --profile`` until an evaluation reaches the threshold or ``limit`` training seconds pass: seconds
-    from process start to that evaluation (nan: not reached), its env steps."""
+    from process start to that evaluation (nan: not reached), its env steps; a fixed-budget row trains until its
+    env steps are spent and gives the final weights' return (``final``, at ``final_steps``)."""
+    stop = (f"self.fitness >= {row.threshold}" if row.threshold is not None else f"self.cost >= {row.timesteps}")
+    started = time.monotonic()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "run"
         completed = subprocess.run(
@@ -99,19 +122,21 @@ def run_ours(row: Row, seed: int, limit: float) -> dict[str, Any]:
              f"seed={seed}", f"root={root}", "evaluator.interval=1e9", f"evaluator.interval_steps={row.eval_steps}",
              f"evaluator.episodes={EPISODES}",
              "evaluator.progress=false", "evaluator.tensorboard=false",
-             f"evaluator.terminate=self.fitness >= {row.threshold} or self.time > {limit}"],
+             f"evaluator.terminate={stop} or self.time > {limit}"],
             capture_output=True, text=True, cwd=REPOSITORY)
         if completed.returncode != 0:
             raise RuntimeError(f"train.py failed ({row.title}, seed {seed}):\n{completed.stderr[-2000:]}")
         rows = read_rows(root / "evaluations.csv")
-    reached = next((r for r in rows if r["fitness"] >= row.threshold), None)
+    end = time.monotonic() - started
+    reached = next((r for r in rows if row.threshold is not None and r["fitness"] >= row.threshold), None)
     ends = re.search(r"^stop rule holds\s+([\d.]+)", completed.stderr, re.MULTILINE)   # that evaluation's end
     first_step = re.search(r"^first env step \(the earliest actor\)\s+([\d.]+)", completed.stderr, re.MULTILINE)
     return {"seconds": float(ends.group(1)) if reached and ends else math.nan,
             "steps": reached["cost"] if reached else math.nan,
             "first_step": float(first_step.group(1)) if first_step else math.nan,
-            "waited": reached["evaluating"] / max(1e-9, reached["time"]) if reached else math.nan,
-            "curve": [(row["cost"], row["fitness"]) for row in rows]}
+            "waited": (reached or rows[-1])["evaluating"] / max(1e-9, (reached or rows[-1])["time"]),
+            "final": rows[-1]["fitness"], "final_steps": rows[-1]["cost"], "end": end,
+            "curve": [(r["cost"], r["fitness"]) for r in rows]}
 
 
 def run_peer(python: Path, library: str, row: Row, seed: int, limit: float) -> dict[str, Any]:
@@ -120,13 +145,17 @@ def run_peer(python: Path, library: str, row: Row, seed: int, limit: float) -> d
     job = {"library": library, "algorithm": row.algorithm, "env": row.env, "hyper": hyper, "seed": seed,
            "threshold": row.threshold, "eval_steps": row.eval_steps, "timesteps": row.timesteps, "episodes": EPISODES,
            "limit": limit}
+    started = time.monotonic()
     completed = subprocess.run([str(python), str(REPOSITORY / "bench" / "peer_run.py"), json.dumps(job)],
                                capture_output=True, text=True)
+    end = time.monotonic() - started
     if completed.returncode != 0:
         raise RuntimeError(f"{library} failed ({row.title}, seed {seed}):\n{completed.stderr[-2000:]}")
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     return {"seconds": result["reached"] if result["reached"] is not None else math.nan,
             "steps": result["steps"] if result["steps"] is not None else math.nan, "learn": result["learn"],
+            "final": result["curve"][-1][1] if result["curve"] else math.nan,
+            "final_steps": result["curve"][-1][0] if result["curve"] else math.nan, "end": end,
             "curve": [tuple(point) for point in result["curve"]]}
 
 
@@ -171,8 +200,7 @@ def main() -> None:
     print(f"{time.strftime('%Y-%m-%d')} {platform.node()}, {platform.processor() or platform.machine()}, "
           f"seeds {args.seeds}; seconds from process start to the first evaluation at the threshold, "
           "median (min–max); env steps to it in brackets", flush=True)
-    table = [["row", *args.peers, "ours", "ours / fastest peer", "ours: first env step",
-              "ours: share of training spent waiting for evaluation"]]
+    tables: dict[bool, list[list[str]]] = {False: [], True: []}     # threshold rows, fixed-budget rows
     for name in args.rows:
         row = ROWS[name]
         results: dict[str, list[dict[str, Any]]] = {system: [] for system in [*args.peers, "ours"]}
@@ -181,31 +209,55 @@ def main() -> None:
                 result = (run_ours(row, seed, args.limit) if system == "ours"
                           else run_peer(args.python, system, row, seed, args.limit))
                 results[system].append(result)
-                print(f"  {row.title} seed {seed} {system}: {result['seconds']:.1f} s, {result['steps']} steps",
-                      flush=True)
-        cells = []
-        for system, runs in results.items():
-            steps = median([r["steps"] for r in runs])
-            cells.append(median_and_spread([r["seconds"] for r in runs])
-                         + ("" if math.isnan(steps) else f" [{steps / 1000:.1f} k]"))
-        fastest = min((median([r["seconds"] for r in results[p]]) for p in args.peers), default=math.nan)
-        ours = median([r["seconds"] for r in results["ours"]])
-        first_step = median([r["first_step"] for r in results["ours"]])
-        waited = max((r["waited"] for r in results["ours"] if r["waited"] == r["waited"]), default=math.nan)
-        table.append([row.title, *cells, f"{ours / fastest:.2f}×" if fastest == fastest and ours == ours else "—",
-                      f"{first_step:.2f} s", f"{waited:.1%} (most of any seed)"])
-        print(" | ".join(table[-1]), flush=True)
+                print(f"  {row.title} seed {seed} {system}: {result['seconds']:.1f} s, {result['steps']} steps, "
+                      f"final return {result['final']:.1f} at {result['final_steps']} steps", flush=True)
+        line = budget_cells(row, results) if row.threshold is None else threshold_cells(row, results, args.peers)
+        tables[row.threshold is None].append(line)
+        print(" | ".join(line), flush=True)
         if args.plot is not None:
             path = args.plot / f"peers_{name}.png"
             plot_panels([(row.title, row.threshold, [(f"{system} seed {seed}", COLOURS[system], run["curve"])
                                                      for system, runs in results.items()
                                                      for seed, run in zip(args.seeds, runs)])], path)
             print(f"  learning curves: {path}", flush=True)
-    print()
-    print("| " + " | ".join(table[0]) + " |")
-    print("|" + "---|" * len(table[0]))
-    for line in table[1:]:
-        print("| " + " | ".join(line) + " |")
+    headers = {False: ["row", *args.peers, "ours", "ours / fastest peer", "ours: first env step",
+                       "ours: share of training spent waiting for evaluation"],
+               True: ["row", *(f"{p}: final return" for p in args.peers), "ours: final return",
+                      "ours − SB3 (medians)", "seconds from process start to the end (medians)"]}
+    for budget, lines in tables.items():
+        if lines:
+            print()
+            print("| " + " | ".join(headers[budget]) + " |")
+            print("|" + "---|" * len(headers[budget]))
+            for line in lines:
+                print("| " + " | ".join(line) + " |")
+
+
+def threshold_cells(row: Row, results: dict[str, list[dict[str, Any]]], peers: list[str]) -> list[str]:
+    """A threshold row's cells: each system's seconds to the threshold (env steps in brackets), ours against the
+    fastest peer, our first env step and the share of training our learner waited for evaluation."""
+    cells = []
+    for runs in results.values():
+        steps = median([r["steps"] for r in runs])
+        cells.append(median_and_spread([r["seconds"] for r in runs])
+                     + ("" if math.isnan(steps) else f" [{steps / 1000:.1f} k]"))
+    fastest = min((median([r["seconds"] for r in results[p]]) for p in peers), default=math.nan)
+    ours = median([r["seconds"] for r in results["ours"]])
+    first_step = median([r["first_step"] for r in results["ours"]])
+    waited = max((r["waited"] for r in results["ours"] if r["waited"] == r["waited"]), default=math.nan)
+    return [row.title, *cells, f"{ours / fastest:.2f}×" if fastest == fastest and ours == ours else "—",
+            f"{first_step:.2f} s", f"{waited:.1%} (most of any seed)"]
+
+
+def budget_cells(row: Row, results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """A fixed-budget row's cells: each system's final return, median (min–max) over seeds, ours less SB3's, and
+    each system's seconds from process start to its exit (the final evaluation included)."""
+    finals = {system: [r["final"] for r in runs] for system, runs in results.items()}
+    cells = [f"{statistics.median(values):.0f} ({min(values):.0f}–{max(values):.0f})" for values in finals.values()]
+    difference = (f"{statistics.median(finals['ours']) - statistics.median(finals['sb3']):+.0f}" if "sb3" in finals
+                  else "—")
+    seconds = ", ".join(f"{system} {statistics.median(r['end'] for r in runs):.0f} s" for system, runs in results.items())
+    return [row.title, *cells, difference, seconds]
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ def roles_of(mdp: MDP, config: Mapping[str, Any]) -> Roles | None:
     with different spaces, a policy change that is not a ``model`` key."""
     rl = RLSettings.from_config(config)
     if not rl.policies:
-        return None
+        return inferred_roles(mdp, rl.policy_mapping)
     names = tuple(str(name) for name in rl.policies)
     model_keys = set(config["model"])
     changes: dict[str, Mapping[str, Any]] = {}
@@ -95,6 +95,31 @@ def roles_of(mdp: MDP, config: Mapping[str, Any]) -> Roles | None:
                              "action spaces; one policy plays seats of one kind (map them to two policies)")
         ModelSettings.from_config(roles.config_of(config, name))      # its model section is valid
     return roles
+
+
+def inferred_roles(mdp: MDP, policy_mapping: str) -> Roles | None:
+    """Without ``rl.policies``: None where every seat has the same spaces (one policy plays them all); else a
+    policy per group of ``rl.policy_mapping`` (``adversary_0..2`` → ``adversary``) where each group's seats share
+    their spaces, else (under the default ``prefix``) a policy per kind of seat, named after its first seat's
+    group. ValueError naming ``rl.policies`` where a user's mapping groups seats of different kinds."""
+    specs, seat_names = mdp.describe(), mdp.seat_names()
+    if all(spec == specs[0] for spec in specs):
+        return None
+    mapping = mapping_of(policy_mapping)
+    of_seat = [str(mapping(name, seat)) for seat, name in enumerate(seat_names)]
+    mixed = [seat for seat in range(len(specs)) if specs[seat] != specs[of_seat.index(of_seat[seat])]]
+    if mixed and policy_mapping != PREFIX:
+        seat = mixed[0]
+        raise ValueError(f"rl.policies: the game's seats differ (seat {seat}, {seat_names[seat]}, is not of the kind of "
+                         f"the other seats rl.policy_mapping={policy_mapping} maps to {of_seat[seat]!r}); name a "
+                         "policy per kind of seat in rl.policies")
+    if mixed:                                     # a policy per kind of seat: its first seat's group names it
+        first_of_kind = [specs.index(spec) for spec in specs]
+        base = {first: of_seat[first] for first in set(first_of_kind)}
+        clashing = {name for name in base.values() if list(base.values()).count(name) > 1}
+        of_seat = [f"{base[first]}_{first}" if base[first] in clashing else base[first] for first in first_of_kind]
+    names = tuple(dict.fromkeys(of_seat))
+    return Roles(names, tuple(of_seat), {name: {} for name in names})
 
 
 def refuse_policies(config: Mapping[str, Any], program: str) -> None:

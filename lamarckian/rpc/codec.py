@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import pickle
 import sys
+import warnings
 from typing import Any, Sequence
 
 import msgpack
@@ -161,7 +162,9 @@ class Decoder:
         carrier = torch.int16 if dtype == torch.bfloat16 else dtype
         numpy_dtype = torch.empty((), dtype=carrier).numpy().dtype
         array = self._array(msgpack.packb([index, numpy_dtype.str, shape]))
-        tensor = torch.from_numpy(array)
+        with warnings.catch_warnings():   # a read-only view of the received frame (docs/rpc.md), as arrays are
+            warnings.filterwarnings("ignore", "The given NumPy array is not writable", UserWarning)
+            tensor = torch.from_numpy(array)
         return tensor.view(torch.bfloat16) if dtype == torch.bfloat16 else tensor
 
 

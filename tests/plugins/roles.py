@@ -69,3 +69,10 @@ class Signal(SimultaneousMDP):
 def one_for_all(name: str, seat: int) -> str:
     """A mapping of a user's own that puts every seat under one policy, ``all``."""
     return "all"
+
+
+class Unnamed(Signal):
+    """:class:`Signal` with the default seat names (``player_0`` …): they say nothing of the seats' kinds."""
+
+    def seat_names(self) -> list[str]:
+        return SimultaneousMDP.seat_names(self)

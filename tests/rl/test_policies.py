@@ -42,6 +42,29 @@ def test_seats_map_to_policies_by_their_name_prefix():
     assert roles().of_seat == ("speaker", "listener", "listener")
 
 
+def inferred(*changes: str):
+    config = load([], list(changes))
+    return roles_of(create_mdp(config["mdp"], seed=0), config)
+
+
+def test_without_rl_policies_seats_of_two_kinds_get_a_policy_per_name_prefix():
+    assert inferred("mdp.create=tests.plugins.roles:Signal").of_seat == ("speaker", "listener", "listener")
+
+
+def test_seats_whose_names_say_nothing_get_a_policy_per_kind():
+    assert inferred("mdp.create=tests.plugins.roles:Unnamed").of_seat == ("player_0", "player_1", "player_1")
+
+
+def test_a_users_mapping_that_groups_seats_of_two_kinds_is_refused_naming_rl_policies():
+    with pytest.raises(ValueError, match="seat 1, listener_0, is not of the kind .* name a policy per kind of seat in "
+                                         "rl.policies"):
+        inferred("mdp.create=tests.plugins.roles:Signal", "rl.policy_mapping=tests.plugins.roles:one_for_all")
+
+
+def test_seats_of_one_kind_share_one_policy():
+    assert inferred("mdp.create=tests.plugins.roles:Signal", "mdp.kwargs={listeners: 0}") is None
+
+
 def test_a_seat_mapped_to_a_policy_nobody_named_is_refused_naming_the_seat():
     with pytest.raises(ValueError, match=r"seat 1 \(listener_0\) maps to policy 'listener'"):
         roles("rl.policies={speaker: {}, hearer: {}}")
@@ -251,3 +274,16 @@ def test_evolve_py_trains_learners_of_several_policies(tmp_path):
     assert completed.returncode == 0, completed.stderr[-3000:]
     best = torch.load(tmp_path / "best.pt", weights_only=True)
     assert {key.split(".")[0] for key in best["model"]} == {"speaker", "listener"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module, policies", [
+    ("mpe2.simple_crypto_v3", "policies: eve (seat 0), bob (seat 1), alice (seat 2)"),
+    ("mpe2.simple_world_comm_v3", "policies: leadadversary (seat 0), adversary (seats 1, 2, 3), agent (seats 4, 5)"),
+])
+def test_asymmetric_mpe_games_train_through_the_generic_config(tmp_path, capsys, module, policies):
+    code = train_main(["-c", "mdp/pettingzoo.yml", "-m", f"mdp.pettingzoo.module={module}", f"root={tmp_path}",
+                       "sample.envs=4", "train.batch=1024", "evaluator.episodes=4",
+                       "evaluator.terminate=self.iteration >= 3"])
+    assert code == 0, capsys.readouterr().err[-2000:]
+    assert policies in capsys.readouterr().err

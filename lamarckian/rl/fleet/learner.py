@@ -73,6 +73,11 @@ class RemoteConnect(Protocol):
     def __call__(self, config: Mapping[str, Any], model: torch.nn.Module, keep_fixed: bool) -> tuple[Any, Any]: ...
 
 
+def seats_text(seats: list[int]) -> str:
+    """``seat 3`` or ``seats 0, 1, 2``."""
+    return f"seat {seats[0]}" if len(seats) == 1 else f"seats {', '.join(map(str, seats))}"
+
+
 class Learner(Trainer):
     """Trains one policy with a fleet of ``sample.actors`` Ray actors, or with the remote workers of
     ``rl.remote.server`` (run it with :class:`.loop.TrainingLoop`).
@@ -471,7 +476,11 @@ class Learner(Trainer):
         device = next(self.model.parameters()).device
         if self.remote is not None:
             return f"training from the remote workers of {self.remote}, the learner on {device}"
-        return f"training: {self.sample.actors} actors × {self.sample.envs} environments, the learner on {device}"
+        line = f"training: {self.sample.actors} actors × {self.sample.envs} environments, the learner on {device}"
+        if self.roles is not None:
+            line += "; policies: " + ", ".join(f"{name} ({seats_text(self.roles.seats_of(name))})"
+                                               for name in self.roles.names)
+        return line
 
     def evaluate(self) -> dict[str, float]:
         """``evaluator.episodes`` deterministic episodes split over the actors against ``evaluator.opponent``."""
