@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import socket
 import ssl
 import weakref
@@ -18,6 +19,16 @@ from .protocol import ProtocolViolation
 
 BACKOFF = (0.1, 2.0)       # seconds between connection attempts: first, at most (doubling)
 FAULTS = ("timeout", "disconnected", "garbage", "error")
+LOG = logging.getLogger("lamarckian.games")
+_reported: set[str] = set()   # the kinds of offence this process has logged (each once; later ones are counted)
+
+
+def report_once(kind: str, text: str) -> None:
+    """Log the first offence of ``kind`` in this process as one line (what came, from where); later ones are only
+    counted (``env/lost_<cause>`` in TensorBoard, ``lost`` in the status line)."""
+    if kind not in _reported:
+        _reported.add(kind)
+        LOG.warning("game server: %s (the first %s here; later ones are counted, not logged)", text, kind)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,9 +103,10 @@ class Connection(asyncio.Protocol):
     def __init__(self, secret: bytes, max_frame: int) -> None:
         self.secret, self.frames = secret, protocol.Frames(max_frame)
         self.transport: asyncio.Transport | None = None
-        self.pending: dict[int, tuple[asyncio.Future, float]] = {}    # episode → (its reply, deadline)
+        self.pending: dict[int, tuple[asyncio.Future, float, str]] = {}   # episode → (its reply, deadline, request)
         self.episodes = 0
-        self.late = 0                     # replies to episodes given up already
+        self.late = 0                     # replies to episodes not waiting for one (given up, or never asked)
+        self.peer = "the server"
         self.fault: GameFault | None = None
         self.outgoing: list[bytes] = []
         self.loop = asyncio.get_running_loop()
@@ -103,6 +115,9 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.peer = f"{peer[0]}:{peer[1]}"
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -122,6 +137,7 @@ class Connection(asyncio.Protocol):
         except PermissionError as error:
             self._fail(GameFault("error", str(error)))
         except ProtocolViolation as error:
+            report_once("garbage", f"{self.peer} broke the protocol: {error}; the connection was closed")
             self._fail(GameFault("garbage", f"the server broke the protocol ({error})"))
         except ConnectionError as error:
             self._fail(GameFault("disconnected", str(error)))
@@ -146,8 +162,13 @@ class Connection(asyncio.Protocol):
             raise ConnectionError(f"the server closed the connection: {message.get('message')}")
         else:
             self.late += 1
+            report_once("unasked", f"{self.peer} sent {message['type']!r} for episode {number!r}, which waits for no "
+                                   "answer (given up after mdp.game.timeout, or never asked): ignored")
 
     def connection_lost(self, error: Exception | None) -> None:
+        if self.fault is None and self.hello.done():
+            report_once("disconnected", f"{self.peer} closed the connection ({error or 'EOF'}) with "
+                                        f"{len(self.pending)} requests unanswered: their episodes are lost; reconnecting")
         self._fail(GameFault("disconnected", f"the server closed the connection ({error or 'EOF'})"))
 
     def _fail(self, fault: GameFault) -> None:
@@ -156,7 +177,7 @@ class Connection(asyncio.Protocol):
         if not self.hello.done():
             self.hello.set_exception(self.fault)
         pending, self.pending = self.pending, {}
-        for future, _ in pending.values():
+        for future, _, _ in pending.values():
             if not future.done():
                 future.set_exception(self.fault)
         self.transport.close()
@@ -181,18 +202,20 @@ class Connection(asyncio.Protocol):
         if not self.alive:
             future.set_exception(self.fault)
             return future
-        self.pending[number] = future, self.loop.time() + timeout
+        self.pending[number] = future, self.loop.time() + timeout, str(message["type"])
         self.send(message)
         return future
 
     def expire(self, now: float) -> None:
         """Fail the requests past their deadline (their episodes are closed on the server)."""
-        overdue = [number for number, (_, deadline) in self.pending.items() if deadline <= now]
+        overdue = [number for number, (_, deadline, _) in self.pending.items() if deadline <= now]
         for number in overdue:
-            future, _ = self.pending.pop(number)
+            future, _, request = self.pending.pop(number)
             self.send({"type": "close", "episode": number})
+            text = f"no answer to {request!r} of episode {number} within mdp.game.timeout"
+            report_once("timeout", f"{self.peer} sent {text}: the episode was closed and is lost")
             if not future.done():
-                future.set_exception(GameFault("timeout", "no answer within mdp.game.timeout"))
+                future.set_exception(GameFault("timeout", text))
 
 
 class GameClient:
@@ -306,6 +329,8 @@ class GameClient:
         connection or no reply within the timeout."""
         reply = await connection.request(number, message, self.settings.timeout)
         if reply["type"] == "error":
+            report_once("error", f"{connection.peer} answered {message['type']!r} of episode {number} with error "
+                                 f"{reply.get('message')!r}: the episode is lost")
             raise GameFault("error", str(reply.get("message")))
         return reply
 

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ..mdp import MDP, Controller, Episode, PlayerSpec
 from . import protocol
-from .client import FAULTS, Connection, GameClient, GameFault, GameSettings, fetch_hello
+from .client import FAULTS, Connection, GameClient, GameFault, GameSettings, fetch_hello, report_once
 from .counts import EpisodeCounts
 
 _hellos: dict[tuple, dict[str, Any]] = {}    # per process: a server's hello, fetched once
@@ -58,8 +58,8 @@ class GameEpisode:
                 self._end(close=False)
         except GameFault as fault:
             self._lose(fault.kind, close=False)
-        except protocol.ProtocolViolation:             # a reply that does not fit the spaces
-            self._lose("garbage", close=True)
+        except protocol.ProtocolViolation as error:    # a reply that does not fit the spaces
+            self._misfit(error)
         except asyncio.CancelledError:
             self._end(close=True)
             raise
@@ -85,8 +85,8 @@ class GameEpisode:
                 self._end(close=False)
         except GameFault as fault:
             self._lose(fault.kind, close=fault.kind == "timeout")
-        except protocol.ProtocolViolation:
-            self._lose("garbage", close=True)
+        except protocol.ProtocolViolation as error:
+            self._misfit(error)
         finally:
             stepped, self.stepped = self.stepped, None
             if stepped is not None and not stepped.done():
@@ -106,6 +106,14 @@ class GameEpisode:
             self.over.set_result(None)
             if self.connection is not None:
                 self.client.finish(self.connection, self.number, close=close)
+
+    def _misfit(self, error: protocol.ProtocolViolation) -> None:
+        """A reply that does not fit the seats' spaces: the episode ends (closed on the server) and is lost as
+        ``garbage``; the connection goes on serving the others."""
+        peer = self.connection.peer if self.connection is not None else self.mdp.settings.address
+        report_once("misfit", f"{peer} answered episode {self.number} with {error}: the episode was closed and is "
+                              "lost (garbage)")
+        self._lose("garbage", close=True)
 
     def _lose(self, kind: str, close: bool) -> None:
         if not self.over.done():

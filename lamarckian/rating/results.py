@@ -24,6 +24,7 @@ class EpisodeResult:
         snapshots: the pool snapshot id of each other seat (``opponent == "pool"``).
         scores: the player's score (1, 0.5, 0) against each other seat, in ``snapshots`` order.
         capped: the episode was cut at ``evaluator.max_steps`` decisions.
+        lost: the environment lost the episode (a game server's fault): it has no result of its own.
     """
 
     fitness: float
@@ -34,6 +35,7 @@ class EpisodeResult:
     snapshots: list[int] = dataclasses.field(default_factory=list)
     scores: list[float] = dataclasses.field(default_factory=list)
     capped: bool = False
+    lost: bool = False
 
     def __post_init__(self) -> None:
         if self.opponent not in OPPONENT_KINDS:

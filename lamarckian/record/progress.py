@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Mapping
 
 from rich.console import Console
@@ -18,22 +20,56 @@ def format_number(value: float) -> str:
 
 
 class Progress:
-    """The status line updated in place (when the terminal allows) and permanent lines for milestones."""
+    """The status line updated in place (when the terminal allows) and permanent lines for milestones.
 
-    def __init__(self, enabled: bool = True) -> None:
+    Where the status line is not shown in place (output to a file or a pipe) and where it has not changed for a
+    while (an iteration that waits on a slow game), the latest status is printed as a permanent line after
+    ``every`` seconds without one, from the start of the run on: a user always sees within ``every`` seconds that
+    the run is alive and where it is.
+    """
+
+    def __init__(self, enabled: bool = True, every: float = 30.0) -> None:
         self.console = Console(stderr=True)
         self.live = Live(Text(""), console=self.console, refresh_per_second=4, transient=True) \
             if enabled and self.console.is_terminal else None
         if self.live is not None:
             self.live.start()
+        self.every = every
+        self.fields: dict[str, str] = {}
+        self.started = self.seen = time.monotonic()     # when the user last saw something new
+        self.stopped = threading.Event()
+        if enabled:
+            threading.Thread(target=self._heartbeat, name="status line", daemon=True).start()
 
     def update(self, fields: Mapping[str, str]) -> None:
+        self.fields = dict(fields)
         if self.live is not None:
-            self.live.update(Text(" | ".join(f"{k} {v}" for k, v in fields.items())))
+            self.live.update(Text(self.line()))
+            self.seen = time.monotonic()
+
+    def line(self) -> str:
+        """The status line of the latest fields."""
+        return " | ".join(f"{k} {v}" for k, v in self.fields.items())
 
     def print(self, line: str) -> None:
         self.console.print(line, highlight=False, soft_wrap=True)
+        self.seen = time.monotonic()
+
+    def _heartbeat(self) -> None:
+        shown: dict[str, str] | None = None
+        while not self.stopped.wait(1.0):
+            now = time.monotonic()
+            if now - self.seen < self.every:
+                continue
+            if not self.fields:
+                self.print(f"starting: no iteration finished yet ({now - self.started:.0f}s)")
+            elif self.fields == shown:
+                self.print(f"{self.line()} | still waiting for the next iteration")
+            else:
+                self.print(self.line())
+            shown = self.fields
 
     def close(self) -> None:
+        self.stopped.set()
         if self.live is not None:
             self.live.stop()

@@ -15,14 +15,19 @@ from ..rating.results import EpisodeResult
 
 def summarize(results: Sequence[EpisodeResult]) -> dict[str, float]:
     """Means over episode results: ``fitness``, ``win`` (nan when not a game), each objective; ``episodes``;
-    ``capped``, the share cut at ``evaluator.max_steps``, when there was one."""
+    ``capped``, the share cut at ``evaluator.max_steps``, when there was one; ``lost``, the number of episodes the
+    environment lost (a game server's faults), when there was one: they are left out of everything else."""
+    lost = sum(r.lost for r in results)
+    results = [r for r in results if not r.lost]
     if not results:
-        return {"episodes": 0.0, "fitness": math.nan, "win": math.nan}
+        return {"episodes": 0.0, "fitness": math.nan, "win": math.nan, **({"lost": float(lost)} if lost else {})}
     wins = [r.win for r in results if r.win is not None]
     summary = {"episodes": float(len(results)), "fitness": float(np.mean([r.fitness for r in results])),
                "win": float(np.mean(wins)) if wins else math.nan}
     if any(r.capped for r in results):              # episodes ended by evaluator.max_steps, not by the game
         summary["capped"] = float(np.mean([r.capped for r in results]))
+    if lost:
+        summary["lost"] = float(lost)
     for name in sorted({name for r in results for name in r.objectives}):
         summary[name] = float(np.mean([r.objectives[name] for r in results if name in r.objectives]))
     return summary

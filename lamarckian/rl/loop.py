@@ -17,6 +17,7 @@ evaluations so far (a trainer that evaluates beside training waits only for the 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import math
 import time
@@ -109,10 +110,23 @@ class Trainer:
         line = f"fitness {summary.get('fitness', math.nan):.3g} over {summary.get('episodes', 0):.0f} episodes"
         if summary.get("capped"):
             line += f" ({summary['capped']:.0%} cut at evaluator.max_steps)"
+        if summary.get("lost"):
+            line += f" ({summary['lost']:.0f} more lost by the environment, left out)"
         return line
 
 
 StopRule = Callable[[Trainer], bool]
+RATE_WINDOW = 10.0          # seconds of wall clock the status line's rate (sps) is measured over
+
+
+def lost_field(stats: Mapping[str, float]) -> dict[str, str]:
+    """``lost`` for the status line where the environments lost episodes (a game server's faults, counted over
+    the run by cause: ``env/lost_<cause>``): ``{"lost": "512: disconnected 500, timeout 12"}``; else nothing."""
+    causes = {key[len("env/lost_"):]: value for key, value in stats.items() if key.startswith("env/lost_") and value}
+    if not causes:
+        return {}
+    ranked = sorted(causes.items(), key=lambda item: -item[1])
+    return {"lost": f"{sum(causes.values()):.0f}: " + ", ".join(f"{cause} {count:.0f}" for cause, count in ranked)}
 
 
 class TrainingLoop:
@@ -141,6 +155,7 @@ class TrainingLoop:
         self.clock = time.monotonic()                # training time 0 (over restarts: minus the time before)
         self.judging: tuple[int, int] | None = None  # (iteration, env steps) of the weights being evaluated
         self.judged: int | None = None               # the iteration of the weights evaluated last
+        self.rate_window: collections.deque[tuple[float, int]] = collections.deque()   # (time, env steps)
 
     # ---- checkpoints ---------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -234,6 +249,7 @@ class TrainingLoop:
         trainer = self.trainer
         self.clock = time.monotonic() - trainer.elapsed
         last_checkpoint = time.monotonic()
+        self.rate_window = collections.deque([(time.monotonic(), trainer.cost)])
         while True:
             stats = trainer.step()
             trainer.elapsed = time.monotonic() - self.clock
@@ -275,9 +291,19 @@ class TrainingLoop:
     def _fields(self, stats: Mapping[str, float]) -> dict[str, str]:
         trainer = self.trainer
         fields = {"iter": str(trainer.iteration), "steps": format_number(trainer.cost),
-                  "sps": format_number(stats.get("fps/overall", 0.0)), **trainer.status(stats),
+                  "sps": format_number(self._rate()), **trainer.status(stats), **lost_field(stats),
                   "time": f"{trainer.elapsed:.0f}s"}
         return fields
+
+    def _rate(self) -> float:
+        """Env steps per second of wall clock over the last :data:`RATE_WINDOW` seconds or more (waits and
+        evaluations included; in a run's first seconds, since training started)."""
+        now, window = time.monotonic(), self.rate_window
+        window.append((now, self.trainer.cost))
+        while len(window) > 2 and now - window[1][0] >= RATE_WINDOW:
+            window.popleft()
+        then, cost = window[0]
+        return (self.trainer.cost - cost) / (now - then) if now > then else 0.0
 
     def _begin(self, fields: Mapping[str, str]) -> None:
         """Begin evaluating the current weights (the status line says so while training waits for it)."""

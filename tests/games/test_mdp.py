@@ -4,10 +4,12 @@ counted, with nothing hanging."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
 
+from lamarckian.games import client
 from lamarckian.games.mdp import GameMDP
 
 from .helpers import ServerProcess, free_port, play
@@ -85,3 +87,32 @@ def test_dropped_and_garbled_answers_cost_only_their_episodes(tmp_path, fault, c
     assert counted(mdps, counter) >= 1
     assert counts["finished"] >= 32
     assert stats.get("dropped" if fault == "--drop-rate" else "garbage", 0) >= 1
+
+
+@pytest.fixture
+def faults_logged(monkeypatch, caplog):
+    """The game client's warnings of this test (the once-per-process memory emptied first)."""
+    monkeypatch.setattr(client, "_reported", set())
+    caplog.set_level(logging.WARNING, logger="lamarckian.games")
+    return lambda: [r.getMessage() for r in caplog.records if r.name == "lamarckian.games"]
+
+
+def test_the_first_timeout_is_logged_once_naming_the_request_and_the_server(tmp_path, faults_logged):
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "1s"])
+    mdps = [GameMDP(server.settings(timeout=0.2), seed=i) for i in range(8)]
+    play(mdps, 1.5)
+    server.stop()
+    lines = [line for line in faults_logged() if "within mdp.game.timeout" in line]
+    assert len(lines) == 1
+    assert "no answer to 'reset' of episode" in lines[0]
+    assert server.address.removeprefix("tcp://") in lines[0]
+
+
+def test_an_answer_for_an_episode_nobody_asked_about_is_logged_once(tmp_path, monkeypatch, faults_logged):
+    monkeypatch.setenv("LAMARCKIAN_TEST_FLAW", "swap_ids")
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1"], module="tests.games.broken_server")
+    mdps = [GameMDP(server.settings(timeout=0.3), seed=i) for i in range(1)]
+    play(mdps, 1.0)
+    server.stop()
+    lines = [line for line in faults_logged() if "waits for no answer" in line]
+    assert len(lines) == 1

@@ -217,3 +217,20 @@ def test_profile_prints_where_the_seconds_went(tmp_path, capsys):
     assert code == 0
     assert {"first env step (the earliest actor)", "first update", "shutdown (actors, Ray)"} <= set(moments)
     assert seconds == sorted(seconds)
+
+
+def test_the_status_line_counts_lost_episodes_by_cause_most_first():
+    from lamarckian.rl.loop import lost_field
+
+    stats = {"env/lost_timeout": 12.0, "env/lost_disconnected": 500.0, "env/lost_error": 0.0, "env/lost": 512.0}
+    assert lost_field(stats) == {"lost": "512: disconnected 500, timeout 12"}
+
+
+def test_lost_evaluation_episodes_are_left_out_and_counted_not_called_cut():
+    from lamarckian.rating.results import EpisodeResult
+    from lamarckian.rl.evaluator import summarize
+
+    summary = summarize([EpisodeResult(fitness=51.0, lost=True), EpisodeResult(fitness=500.0)])
+    assert summary["fitness"] == 500.0
+    assert summary["lost"] == 1.0
+    assert "capped" not in summary

@@ -379,7 +379,7 @@ class Actor:
                 else:
                     await asyncio.gather(*ticks)
                 lost = any(c.get_result().get("lost") for c in controllers)     # counted by the MDP
-                results[number] = [EpisodeResult.of(c.get_result(), capped=any(capped) or lost).to_wire()
+                results[number] = [EpisodeResult.of(c.get_result(), capped=any(capped) and not lost, lost=lost).to_wire()
                                    for c in controllers]
 
         async def run_all() -> None:
