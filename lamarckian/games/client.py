@@ -28,7 +28,8 @@ def report_once(kind: str, text: str) -> None:
     counted (``env/lost_<cause>`` in TensorBoard, ``lost`` in the status line)."""
     if kind not in _reported:
         _reported.add(kind)
-        LOG.warning("game server: %s (the first %s here; later ones are counted, not logged)", text, kind)
+        LOG.warning("game server: %s (the first %s fault of this process; later ones are counted, not logged)", text,
+                    kind)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,8 +168,9 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, error: Exception | None) -> None:
         if self.fault is None and self.hello.done():
-            report_once("disconnected", f"{self.peer} closed the connection ({error or 'EOF'}) with "
-                                        f"{len(self.pending)} requests unanswered: their episodes are lost; reconnecting")
+            unanswered = f" with {len(self.pending)} requests unanswered (their episodes are lost)" if self.pending else ""
+            report_once("disconnected", f"{self.peer} closed the connection ({error or 'EOF'}){unanswered}; "
+                                        "reconnecting")
         self._fail(GameFault("disconnected", f"the server closed the connection ({error or 'EOF'})"))
 
     def _fail(self, fault: GameFault) -> None:

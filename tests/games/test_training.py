@@ -14,7 +14,7 @@ from lamarckian.config import load
 from lamarckian.rl.fleet.actor import Actor
 from lamarckian.rl.fleet.learner import Learner
 
-from .helpers import ROOT, ServerProcess
+from .helpers import ROOT, ServerProcess, free_port
 
 
 def game_config(server: ServerProcess, *edits: str) -> dict:
@@ -87,3 +87,20 @@ def test_a_tuple_observation_travels_from_a_game_server_to_the_actor(tmp_path):
     actor.close()
     server.stop()
     assert segment["observations"].shape == (8, 4, 32 + 11 + 2)      # one-hot parts side by side
+
+
+@pytest.mark.slow
+def test_a_server_that_dies_and_comes_back_shows_in_the_console_with_the_cause(tmp_path):
+    port = free_port()
+    first = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "2ms", "--crash-after", "3000"], port=port)
+    training = subprocess.Popen(
+        [sys.executable, str(ROOT / "train.py"), "-c", "mdp/game/cartpole.yml", "-m", f"mdp.game.address={first.address}",
+         f"mdp.game.secret={first.secret}", f"root={tmp_path / 'run'}", "evaluator.interval=2",
+         "evaluator.terminate=self.time > 20"], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    first.process.wait(60)                                  # it dies mid-episode after 3,000 steps
+    second = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "2ms"], port=port, secret=first.secret)
+    _, console = training.communicate(timeout=120)
+    second.stop()
+    assert training.returncode == 0, console[-3000:]
+    assert re.search(r"game server: 127\.0\.0\.1:\d+ closed the connection", console), console[-3000:]
+    assert re.search(r"\| lost \d+: disconnected \d+", console), console[-3000:]
