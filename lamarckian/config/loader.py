@@ -16,6 +16,7 @@ import yaml
 
 from .errors import ConfigError
 from .expression import Expression, ExpressionError
+from .kinds import apply_kind_sampling, drop_tuned_for_kind
 from .tuned import apply_tuned, check_tuned
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -278,8 +279,8 @@ def _expressions_to_text(config: Any) -> Any:
 
 def read_config(files: Iterable[str] = (), modifications: Iterable[str] = (), *, defaults: Path = DEFAULTS,
                 ranges: bool = False) -> tuple[dict[str, Any], Sources]:
-    """Defaults ← each ``-c`` file in order ← the task's ``tuned.<rl.algorithm>`` section ← each ``-m`` edit, then
-    references; every key and type checked against the defaults, and which file (or ``-m``, or tuned section) set
+    """Defaults ← each ``-c`` file in order ← the task's ``tuned.<rl.algorithm>`` section ← the sampling that
+    ``mdp.create``'s kind needs (:mod:`~lamarckian.config.kinds`) ← each ``-m`` edit, then references; every key and type checked against the defaults, and which file (or ``-m``, or tuned section) set
     each key the user set. The typed sections' ranges are checked by :func:`lamarckian.config.checked.load`, which
     users call."""
     sources = Sources()
@@ -305,7 +306,10 @@ def read_config(files: Iterable[str] = (), modifications: Iterable[str] = (), *,
         algorithm = str(lookup(config, "rl.algorithm"))
     except KeyError:                                  # a schema without algorithms (tests' own defaults)
         algorithm = ""
+    drop_tuned_for_kind(config, algorithm, sources.of)
     apply_tuned(config, algorithm, set_by_edit, sources.by_key.__setitem__, sources.of)
+    apply_kind_sampling(config, lambda name: read_yaml(resolve_file(name)), set_by_edit, sources.by_key.__setitem__,
+                        sources.of)
     validate(config, checked_schema, sources, ranges=ranges)
     config = _expressions_to_text(config)
     config["root"] = os.path.expanduser(str(config.get("root") or ""))
