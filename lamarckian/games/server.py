@@ -148,6 +148,10 @@ class GameServer:
             f"no episode {number} runs on this connection" if served is None else \
             f"episode {number} already has a request in flight" if served.busy else None
         if problem is not None:
+            if served is not None:                          # a running episode refused ends: nothing more comes for it
+                episodes.pop(number)
+                if not served.busy:
+                    self.finish(served)
             self._refuse(peer, number, problem)
             return
         if kind == "reset":
