@@ -5,7 +5,8 @@ thousands of environments awaits thousands of steps at once and batches every wa
 An episode the server loses (no answer within ``mdp.game.timeout``, a dropped connection, garbage, an ``error``
 reply) ends for the trainer at once: its steps so far stay in the segment as an episode cut by a time limit
 (bootstrapped from the last observation), its result is marked ``lost`` (the actors leave it out of the training
-results) and :meth:`GameMDP.counters` counts it by cause (TensorBoard ``game/...``).
+results) and :meth:`GameMDP.counters` counts it by cause (TensorBoard ``env/lost_<cause>``, the status line's
+``lost``); the first offence of each kind is logged once per process (:func:`~lamarckian.games.client.report_once`).
 """
 
 from __future__ import annotations
