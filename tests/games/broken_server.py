@@ -2,7 +2,7 @@
 (``LAMARCKIAN_TEST_FLAW``): ``swap_ids`` answers with the wrong episode id, ``silent`` never reports an error,
 ``impostor`` cannot prove the secret, ``big_endian`` sends typed arrays in big-endian byte order, ``ignore_close``
 keeps closed episodes, ``truncated_not_done`` says truncated without done at a time limit, ``duplicate_reset``
-restarts a running id, ``two_in_flight`` serves a second request of a busy episode, ``no_auth_limit`` waits forever
+restarts a running id, ``drop_second`` neither answers nor refuses a second request of a busy episode, ``no_auth_limit`` waits forever
 for a handshake, ``small_ids`` keeps 32 bits of an id. Run as ``python -m tests.games.broken_server serve ...``."""
 
 from __future__ import annotations
@@ -63,14 +63,13 @@ elif FLAW == "truncated_not_done":
 elif FLAW == "duplicate_reset":
     server.GameServer._reset_problem = lambda self, message, number, episodes: reset_problem(
         self, message, number, {n: e for n, e in episodes.items() if n != number})
-elif FLAW == "two_in_flight":
-    def eager_dispatch(self, message, peer):
+elif FLAW == "drop_second":
+    def dropping_dispatch(self, message, peer):
         served = peer.episodes.get(message.get("episode")) if message.get("type") == "step" else None
-        if served is not None:
-            served.busy = False
-        dispatch(self, message, peer)
+        if served is None or not served.busy:
+            dispatch(self, message, peer)
 
-    server.GameServer.dispatch = eager_dispatch
+    server.GameServer.dispatch = dropping_dispatch
 elif FLAW == "no_auth_limit":
     peer.HANDSHAKE_TIMEOUT = 1e9
 elif FLAW == "small_ids":
