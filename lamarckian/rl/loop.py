@@ -117,6 +117,7 @@ class Trainer:
 
 StopRule = Callable[[Trainer], bool]
 RATE_WINDOW = 10.0          # seconds of wall clock the status line's rate (sps) is measured over
+EVALUATION_FIELDS = ("eval", "win")   # the status line's fields of the previous evaluation (left out of a new one's line)
 
 
 def lost_field(stats: Mapping[str, float]) -> dict[str, str]:
@@ -334,7 +335,7 @@ class TrainingLoop:
             return
         (iteration, cost), self.judging = self.judging, None
         self.judged = iteration
-        line = " | ".join(f"{k} {v}" for k, v in fields.items())
+        line = " | ".join(f"{k} {v}" for k, v in fields.items() if not (summary and k in EVALUATION_FIELDS))
         if not summary:
             self.progress.print(line)
             return
