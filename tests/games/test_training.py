@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -92,12 +93,16 @@ def test_a_tuple_observation_travels_from_a_game_server_to_the_actor(tmp_path):
 @pytest.mark.slow
 def test_a_server_that_dies_and_comes_back_shows_in_the_console_with_the_cause(tmp_path):
     port = free_port()
-    first = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "2ms", "--crash-after", "3000"], port=port)
+    first = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "2ms"], port=port)
     training = subprocess.Popen(
         [sys.executable, str(ROOT / "train.py"), "-c", "mdp/game/cartpole.yml", "-m", f"mdp.game.address={first.address}",
          f"mdp.game.secret={first.secret}", f"root={tmp_path / 'run'}", "evaluator.interval=2",
          "evaluator.terminate=self.time > 20"], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    first.process.wait(60)                                  # it dies mid-episode after 3,000 steps
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "run" / "evaluations.csv").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)                                     # training runs: episodes are in flight on the server
+    first.process.kill()                                    # SIGKILL mid-episode
+    first.process.wait(10)
     second = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "2ms"], port=port, secret=first.secret)
     _, console = training.communicate(timeout=120)
     second.stop()
