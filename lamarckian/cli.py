@@ -81,6 +81,8 @@ def start_ray(ray_config: Mapping[str, Any]) -> bool:
         options["address"] = ray_config["address"]
     elif ray_config.get("num_cpus"):
         options["num_cpus"] = math.ceil(ray_config["num_cpus"])
+    # a local Ray turns token authentication on by default and says so at every start: kept on, not announced
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     ray.init(**options)
     return True
 
