@@ -5,7 +5,8 @@
 A reference server (``python -m lamarckian.games serve --env CartPole-v1 --latency L``, a real process) serves
 CartPole-v1. For each latency L and each number E of concurrent episodes per actor, 2 sampling actors
 (``lamarckian.rl.fleet.actor.Actor``, each in its own process, PPO's initial policy, one batched forward per round)
-run for ``--seconds``. A round trip is one answered request (a step or a reset); the ideal is ``2·E / L`` round trips per
+run for ``--seconds``. A round trip is one answered request (a step or a reset); the ideal is ``2·E / L`` round
+trips per
 second until the CPU binds, and the CPU bound is measured in the same run: the same 2 actors with 1,024 episodes
 each against a server without latency. Ratio = achieved / min(ideal, CPU bound).
 
@@ -137,7 +138,8 @@ def main() -> None:
         actors.close()
     plot(rows, cpu, arguments.plot)
     best = {latency: max(r[3] for r in rows if r[0] == "actors" and r[1] == latency) for latency in arguments.latencies}
-    vector = {latency: max(r[3] for r in rows if r[0] != "actors" and r[1] == latency) for latency in arguments.latencies}
+    vector = {latency: max(r[3] for r in rows if r[0] != "actors" and r[1] == latency)
+              for latency in arguments.latencies}
     for latency in arguments.latencies:
         print(f"latency {latency:g} ms: best actors / best AsyncVectorEnv = {best[latency] / vector[latency]:.1f}x")
     print(f"median ratio to min(ideal, CPU bound) over the actor rows: "

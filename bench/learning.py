@@ -50,7 +50,8 @@ def run(files: list[str], threshold: float, seed: int, limit: float, root: Path,
     rows = read_rows(root / "evaluations.csv")
     reached = next((row for row in rows if row[metric] >= threshold), None)
     return {"seconds": reached["time"] if reached else float("nan"),
-            "training": reached["time"] - reached["evaluating"] if reached else float("nan"), "steps": reached["cost"] if reached else float("nan"),
+            "training": reached["time"] - reached["evaluating"] if reached else float("nan"),
+            "steps": reached["cost"] if reached else float("nan"),
             "wall": wall, "curve": [(row["cost"], row[metric]) for row in rows],
             "rate": rows[-1]["cost"] / max(1e-9, rows[-1]["time"] - rows[-1]["evaluating"]) if rows else float("nan")}
 

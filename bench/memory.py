@@ -37,7 +37,8 @@ def main() -> None:
     lstm, mlp = [], []
     for seed in args.seeds:
         with tempfile.TemporaryDirectory() as folder:
-            memory = run(["mdp/gym.yml", TASK, "rl/lstm.yml"], THRESHOLD, seed, args.limit, Path(folder) / "lstm", CHANGES)
+            memory = run(["mdp/gym.yml", TASK, "rl/lstm.yml"], THRESHOLD, seed, args.limit, Path(folder) / "lstm",
+                         CHANGES)
             budget = args.limit if math.isnan(memory["training"]) else max(60.0, args.factor * memory["training"])
             plain = run(["mdp/gym.yml", TASK], THRESHOLD, seed, budget, Path(folder) / "mlp", CHANGES)
         for name, result, results in (("lstm", memory, lstm), ("mlp", plain, mlp)):
@@ -48,10 +49,12 @@ def main() -> None:
                   f"{result['curve'][-1][1]:>9.1f}", flush=True)
     solved = sum(not math.isnan(r["training"]) for r in lstm)
     unsolved = float("inf")                              # a seed that never got there counts as the slowest
-    print(f"LSTM: median {statistics.median(unsolved if math.isnan(r['training']) else r['training'] for r in lstm):.1f}"
+    solved_training = (unsolved if math.isnan(r['training']) else r['training'] for r in lstm)
+    print(f"LSTM: median {statistics.median(solved_training):.1f}"
           f" s training, {statistics.median(unsolved if math.isnan(r['steps']) else r['steps'] for r in lstm):.0f} env "
           f"steps to {THRESHOLD:g} (solved {solved}/{len(lstm)}); "
-          f"MLP with {args.factor:g}x the LSTM's time: best evaluation median {statistics.median(r['best'] for r in mlp):.1f}, "
+          f"MLP with {args.factor:g}x the LSTM's time: best evaluation median "
+          f"{statistics.median(r['best'] for r in mlp):.1f}, "
           f"max {max(r['best'] for r in mlp):.1f} (target: below 200)")
     if args.plot:
         plot_panels([("CartPole-v1, velocities hidden", THRESHOLD,

@@ -5,7 +5,8 @@ Ours: ``train.py -c mdp/gym.yml mdp/gym/<task>.yml rl/<dqn|sac>.yml`` in a subpr
 start-up excluded; evaluations of 5 deterministic episodes every ``--eval-seconds``).
 stable-baselines3 (``pip install stable-baselines3``, for this benchmark only) with rl-baselines3-zoo's tuned
 hyper-parameters (hyperparams/dqn.yml CartPole-v1, hyperparams/sac.yml Pendulum-v1 and HalfCheetah-v3, as of
-zoo 2.x), its own thread count; ours with our tuned values where a task has them (``Task.ours``, printed); its clock starts in ``learn()`` (evaluations of 5 deterministic episodes every
+zoo 2.x), its own thread count; ours with our tuned values where a task has them (``Task.ours``, printed); its
+clock starts in ``learn()`` (evaluations of 5 deterministic episodes every
 ``eval_steps`` env steps). The ratio compares training seconds, each side's evaluation time taken out (their
 cadences differ); the times with evaluations are printed beside.
 

@@ -79,7 +79,8 @@ ROWS = {
                              ent_coef=0.0, learning_rate="lin_0.001", clip_range="lin_0.2"), 1000, 100_000),
     "pendulum-ppo": Row("Pendulum-v1 PPO to -200", "Pendulum-v1", ("mdp/gym/pendulum.yml", "rl/ppo.yml"), -200.0,
                         "PPO", dict(n_envs=4, n_steps=1024, gae_lambda=0.95, gamma=0.9, n_epochs=10, ent_coef=0.0,
-                                    learning_rate=1e-3, clip_range=0.2, use_sde=True, sde_sample_freq=4), 4096, 100_000),
+                                    learning_rate=1e-3, clip_range=0.2, use_sde=True, sde_sample_freq=4),
+                        4096, 100_000),
     "pendulum-sac": Row("Pendulum-v1 SAC to -200", "Pendulum-v1", ("mdp/gym/pendulum.yml", "rl/sac.yml"), -200.0,
                         "SAC", dict(learning_rate=1e-3), 1000, 20_000),
     "cartpole-dqn": Row("CartPole-v1 DQN to 475", "CartPole-v1", ("mdp/gym/cartpole.yml", "rl/dqn.yml"), 475.0, "DQN",
@@ -256,7 +257,8 @@ def budget_cells(row: Row, results: dict[str, list[dict[str, Any]]]) -> list[str
     cells = [f"{statistics.median(values):.0f} ({min(values):.0f}–{max(values):.0f})" for values in finals.values()]
     difference = (f"{statistics.median(finals['ours']) - statistics.median(finals['sb3']):+.0f}" if "sb3" in finals
                   else "—")
-    seconds = ", ".join(f"{system} {statistics.median(r['end'] for r in runs):.0f} s" for system, runs in results.items())
+    seconds = ", ".join(f"{system} {statistics.median(r['end'] for r in runs):.0f} s"
+                        for system, runs in results.items())
     return [row.title, *cells, difference, seconds]
 
 

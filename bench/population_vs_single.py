@@ -9,7 +9,8 @@ then every final member, the single learner's final checkpoint and the initial p
 deterministic games (``--games`` per pair, seats alternating) and are rated together (Bradley-Terry Elo). The
 reference is in the same run: the single learner, trained as long on the same device.
 
-    python bench/population_vs_single.py --minutes 4 --root /tmp/pvs    # the device check: PART=versus bench/device/run.sh
+    python bench/population_vs_single.py --minutes 4 --root /tmp/pvs    # the device check:
+                                                                       # PART=versus bench/device/run.sh
     python bench/population_vs_single.py --minutes 1 --members 4 -m mdp.vec.num_envs.cpu=64   # a CPU dry run
 
 Prints the table and the verdict; writes summary.json, ratings.csv, winrate.csv and winrate.png under --root.

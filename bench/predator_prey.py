@@ -7,7 +7,8 @@ pairing of {learned, random} predators with {learned, random} prey in determinis
 ``--pools``: each environment trains one role against snapshots from the other role's opponent pool
 (``rl.shared_seats=false``) instead of every seat learning.
 
-Prints contacts per game with their standard errors (a contact: an adversary touches the agent in a step; the adversaries' shared reward / 10)
+Prints contacts per game with their standard errors (a contact: an adversary touches the agent in a step; the
+adversaries' shared reward / 10)
 for the four pairings, and the two figures of the acceptance: the learned predators' contacts against each kind of
 prey over the random predators' (above 1: the predators learned to catch), and the random prey's contacts over the
 learned prey's against each kind of predators (above 1: the prey learned to escape).

@@ -140,7 +140,8 @@ def main() -> int:
         server.wait(30)
     total = time.monotonic() - started
     rows = evaluations(run)
-    stats_lines = [line for line in (out / "server.log").read_text().splitlines() if line.startswith("server statistics: ")]
+    stats_lines = [line for line in (out / "server.log").read_text().splitlines()
+                   if line.startswith("server statistics: ")]
     stats = json.loads(stats_lines[-1].split(": ", 1)[1]) if stats_lines else {}
     print(f"# Remote workers, real-time Pendulum-v1 at 20 Hz, SAC ({arguments.workers} workers, this machine, "
           f"{time.strftime('%Y-%m-%d %H:%M')})")
@@ -149,7 +150,8 @@ def main() -> int:
     print(f"  rogue worker exit code: {rogue.returncode if rogue is not None else 'not started'} (2: refused)")
     print("  evaluations (deterministic, real time): time s | env steps | fitness | timeouts per episode")
     for row in rows:
-        print(f"    {row['time']:7.0f} | {row['cost']:9.0f} | {row['fitness']:8.1f} | {row.get('timeouts', float('nan')):.2f}")
+        print(f"    {row['time']:7.0f} | {row['cost']:9.0f} | {row['fitness']:8.1f} | "
+              f"{row.get('timeouts', float('nan')):.2f}")
     reached = next((row for row in rows if row["fitness"] >= TARGET), None)
     print(f"  target {TARGET:.0f}: " + (f"reached at {reached['time']:.0f} s of training ({reached['cost']:.0f} env "
                                         f"steps), budget {budget:.0f} s" if reached else "NOT reached"))
@@ -167,7 +169,8 @@ def main() -> int:
               "the unknown key was refused (exit code 2)": rogue is not None and rogue.returncode == 2,
               "the garbage sender was dropped and counted": stats.get("garbage", 0) >= 1
               and stats.get("dropped_workers", 0) >= 1,
-              "no worker imported Ray": all("ray" not in record["imports"] for record in stats.get("workers", {}).values()),
+              "no worker imported Ray": all("ray" not in record["imports"]
+                                             for record in stats.get("workers", {}).values()),
               f"{victim} came back after its kill": "connected to" in restarted_log,
               "the trainer ended by itself": trainer.returncode == 0}
     for name, holds in checks.items():

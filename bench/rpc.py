@@ -244,7 +244,8 @@ def single_node(options: argparse.Namespace) -> None:
                  f"{mine/reference:.2f}x raw throughput (>= 1.0), {mine/by_ray:.1f}x Ray", mine / reference >= 1.0))
     ours.close()
     over_zeromq.close()
-    print_table(f"lamarckian.rpc, one node - {time.strftime('%Y-%m-%d')} - {platform.processor() or platform.machine()}, "
+    print_table(f"lamarckian.rpc, one node - {time.strftime('%Y-%m-%d')} - "
+                f"{platform.processor() or platform.machine()}, "
                 f"{os.cpu_count()} cores, median of {options.repeats}",
                 ("pattern", "lamarckian", "ZeroMQ path", "raw ZeroMQ", "Ray call", "Ray Compiled Graph", "ratio",
                  "target"),
@@ -314,7 +315,8 @@ def cross_node(options: argparse.Namespace) -> None:
             ("Gather: 1 MB results from 2 actors", *(f"{t[2]/1e9:.2f} GB/s" for t in (tagged, curve, reference)),
              f"{tagged[2]/reference[2]:.2f}x / {curve[2]/reference[2]:.2f}x raw throughput"),
         ]
-        print_table(f"lamarckian.rpc between the nodes of a 3-raylet Cluster on this machine - {time.strftime('%Y-%m-%d')}"
+        print_table(f"lamarckian.rpc between the nodes of a 3-raylet Cluster on this machine - "
+                    f"{time.strftime('%Y-%m-%d')}"
                     f" - median of {options.repeats}",
                     ("pattern", "tag per message", "CurveZMQ", "raw ZeroMQ (plaintext)", "ratio tagged / curve"), rows)
     finally:

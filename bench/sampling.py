@@ -77,7 +77,8 @@ def main() -> None:
     print(f"# {time.strftime('%Y-%m-%d')} {platform.node()}, {os.cpu_count()} CPUs; CartPole-v1, {args.actors} actors "
           f"x {args.envs} envs, median of {args.repeats} x {args.seconds:.0f} s")
     print(f"fleet (batched policy + Gather): {ours:,.0f} env steps/s")
-    print(f"raw gymnasium x {args.actors}:        {reference:,.0f} env steps/s (one process {reference / args.actors:,.0f})")
+    print(f"raw gymnasium x {args.actors}:        {reference:,.0f} env steps/s "
+          f"(one process {reference / args.actors:,.0f})")
     print(f"ratio fleet / reference:         {ours / reference:.2f}")
 
 

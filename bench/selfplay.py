@@ -41,7 +41,8 @@ def main() -> None:
                         f"evaluator.terminate=self.time >= {seconds}", "evaluator.interval=60",
                         f"evaluator.checkpoint.interval={seconds / args.checkpoints:.1f}",
                         f"evaluator.checkpoint.keep={args.checkpoints + 2}",
-                        *(["train.lr_schedule=linear", f"train.lr_horizon={args.lr_horizon}"] if args.lr_horizon else [])],
+                        *(["train.lr_schedule=linear", f"train.lr_horizon={args.lr_horizon}"]
+                          if args.lr_horizon else [])],
                        check=True, cwd=REPOSITORY)
     started = time.monotonic()
     subprocess.run([sys.executable, str(REPOSITORY / "evaluate.py"), "--checkpoints", str(run / "checkpoints"),

@@ -39,7 +39,8 @@ def rate(trainer, iterations: int, warmup: int) -> float:
     for _ in range(iterations):
         started = time.perf_counter()
         trainer.step()
-        rates.append(trainer.horizon * trainer.task.num_envs * trainer.task.num_agents / (time.perf_counter() - started))
+        rates.append(trainer.horizon * trainer.task.num_envs * trainer.task.num_agents
+                     / (time.perf_counter() - started))
     return statistics.median(rates)
 
 

@@ -92,7 +92,8 @@ def run_arguments(prog: str, doc: str, argv: Sequence[str] | None, profile: bool
     ``--profile``)."""
     parser = OneLineParser(prog=prog, description=doc.splitlines()[0])
     parser.add_argument("-c", "--config", nargs="+", action="extend", default=[], metavar="FILE",
-                        help="config files merged in order over lamarckian.yml (paths: working directory, then config/)")
+                        help="config files merged in order over lamarckian.yml (paths: working directory, then "
+                             "config/)")
     parser.add_argument("-m", "--modify", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                         help="edits, value parsed as YAML; an empty value deletes the key")
     parser.add_argument("-d", action="store_true", help="delete the run's checkpoints first (start afresh)")

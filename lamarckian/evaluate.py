@@ -138,8 +138,8 @@ def film(config, arguments: argparse.Namespace) -> int:
     print(f"wrote {arguments.video}: {summary['frames']} frames, a game of {summary['steps']} steps "
           f"({player.name} against {opponent.name})", file=sys.stderr)
     if summary["dropped"]:
-        print(f"the GIF holds the game's first {summary['frames']} frames ({summary['dropped']} more left out); an .mp4 "
-              "holds the whole game", file=sys.stderr)
+        print(f"the GIF holds the game's first {summary['frames']} frames ({summary['dropped']} more left out); "
+              "an .mp4 holds the whole game", file=sys.stderr)
     return 0
 
 

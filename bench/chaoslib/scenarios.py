@@ -352,7 +352,8 @@ class Relay(Scenario):
         self.job("server", python("-m", "lamarckian.remote", "server", "--bind", f"tcp://127.0.0.1:{port}",
                                   "--keys", str(keys))).start()
         self.job("driver", python("train.py", *self.CONFIG, "-m", f"root={self.run}",
-                                  f"rl.remote.server=tcp://127.0.0.1:{port}", f"rl.remote.key={keys}/trainer.key_secret",
+                                  f"rl.remote.server=tcp://127.0.0.1:{port}",
+                                  f"rl.remote.key={keys}/trainer.key_secret",
                                   f"rl.remote.server_key={keys}/server.key", "evaluator.terminate=self.time >= 10**9")
                  ).start()
         for index in range(3):

@@ -280,7 +280,8 @@ def _expressions_to_text(config: Any) -> Any:
 def read_config(files: Iterable[str] = (), modifications: Iterable[str] = (), *, defaults: Path = DEFAULTS,
                 ranges: bool = False) -> tuple[dict[str, Any], Sources]:
     """Defaults ← each ``-c`` file in order ← the task's ``tuned.<rl.algorithm>`` section ← the sampling that
-    ``mdp.create``'s kind needs (:mod:`~lamarckian.config.kinds`) ← each ``-m`` edit, then references; every key and type checked against the defaults, and which file (or ``-m``, or tuned section) set
+    ``mdp.create``'s kind needs (:mod:`~lamarckian.config.kinds`) ← each ``-m`` edit, then references; every key
+    and type checked against the defaults, and which file (or ``-m``, or tuned section) set
     each key the user set. The typed sections' ranges are checked by :func:`lamarckian.config.checked.load`, which
     users call."""
     sources = Sources()

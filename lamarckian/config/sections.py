@@ -207,7 +207,8 @@ class TrainSettings(Section):
     rank_timeout: float
 
     def __post_init__(self) -> None:
-        _require(self, lr=self.lr >= 0, lr_horizon=self.lr_horizon > 0, batch=self.batch >= 1, threads=self.threads >= 0,
+        _require(self, lr=self.lr >= 0, lr_horizon=self.lr_horizon > 0, batch=self.batch >= 1,
+                 threads=self.threads >= 0,
                  grad_clip=self.grad_clip is None or self.grad_clip > 0, rank_timeout=self.rank_timeout > 0,
                  ranks=self.ranks >= 1, rank_gpus=self.rank_gpus >= 0, rank_cpus=self.rank_cpus >= 0,
                  device=self.device == "auto" or _is_device(self.device), gpus=self.gpus >= 1)
@@ -390,7 +391,8 @@ class RemoteSettings(Section):
 
 
 #: the sections of this layer, built (and so checked) by ``load()``
-RUN_SECTIONS = (RunSettings, RaySettings, MDPSettings, RLSettings, TrainSettings, SampleSettings, EvaluatorSettings, CheckpointSettings, OpponentSettings, ReplaySettings,
+RUN_SECTIONS = (RunSettings, RaySettings, MDPSettings, RLSettings, TrainSettings, SampleSettings, EvaluatorSettings,
+                CheckpointSettings, OpponentSettings, ReplaySettings,
                 DQNSettings, EpsilonSettings, SACSettings, RemoteSettings)
 
 

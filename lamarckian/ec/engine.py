@@ -249,8 +249,8 @@ class Evolution:
         self.progress = Progress(evaluator.progress)
         if self.someone is None:
             self.start()
-        workers = (f"one vectorized learner ({self.rounds.learner.member_envs} environments a member)" if self.in_process
-                   else f"{self.learner_count} vectorized learners × {self.group_size} members"
+        workers = (f"one vectorized learner ({self.rounds.learner.member_envs} environments a member)"
+                   if self.in_process else f"{self.learner_count} vectorized learners × {self.group_size} members"
                    + (" (on CPUs: ec.learner_gpus is 0)" if not self.settings.learner_gpus and _has_cuda() else "")
                    if self.vectorized
                    else f"{self.learner_count} learners × {SampleSettings.from_config(self.config).actors} actors")

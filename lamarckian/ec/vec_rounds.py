@@ -88,8 +88,8 @@ class VecRounds:
         league = LeagueSettings.from_config(config) if self.selfplay else None
         self.learner = VecPopulationLearner(self.config, size, league)
         games = SampleSettings.from_config(config).eval
-        self.evaluation = VecEvaluation(config["mdp"]["vec"], games, ("initial",), seed=seed + VEC_EVALUATION_SEED_OFFSET,
-                                        players=size) if games > 0 else None
+        self.evaluation = VecEvaluation(config["mdp"]["vec"], games, ("initial",),
+                                        seed=seed + VEC_EVALUATION_SEED_OFFSET, players=size) if games > 0 else None
 
     def train_round(self, tasks: Sequence[Mapping[str, Any]],
                     opponents: Mapping[int, Mapping[str, torch.Tensor]] | None = None) -> list[dict[str, Any]]:

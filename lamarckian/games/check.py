@@ -150,7 +150,8 @@ def check_errors(session: Session) -> None:
                           "a reset after an error")
     session.send({"type": "close", "episode": 6})
     random = np.random.default_rng(2)
-    reply = session.ask({"type": "step", "episode": 6, "actions": _random_actions(session.specs, seats, states, random)})
+    actions = _random_actions(session.specs, seats, states, random)
+    reply = session.ask({"type": "step", "episode": 6, "actions": actions})
     if reply.get("type") != "error" or reply.get("episode") != 6:
         raise Violation(f"a step of a closed episode (6) must get an error for episode 6, got {reply.get('type')!r} "
                         "(does the server ignore close?)")

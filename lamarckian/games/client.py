@@ -168,7 +168,8 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, error: Exception | None) -> None:
         if self.fault is None and self.hello.done():
-            unanswered = f" with {len(self.pending)} requests unanswered (their episodes are lost)" if self.pending else ""
+            unanswered = (f" with {len(self.pending)} requests unanswered (their episodes are lost)" if self.pending
+                          else "")
             report_once("disconnected", f"{self.peer} closed the connection ({error or 'EOF'}){unanswered}; "
                                         "reconnecting")
         self._fail(GameFault("disconnected", f"the server closed the connection ({error or 'EOF'})"))

@@ -24,10 +24,10 @@ def evaluation_config(mdp_config: Mapping[str, Any]) -> dict[str, Any]:
 
 def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None, *, evaluation: bool = False) -> MDP:
     """The MDP named by ``mdp.create`` (``pong``, ``coins``, ``gym``, ``pettingzoo``, ``game``: one served by a game
-    server (``mdp.game``, docs/games.md), ``service``: agents of games that call the policy (``mdp.service``), or ``module:ClassName``: your
-    own :class:`MDP` subclass, built as ``ClassName(**mdp.kwargs, seed=seed)``), seeded with ``seed``; stepped in
-    real time when ``mdp.realtime.period`` is set. ``evaluation``: an environment for deterministic evaluation, with
-    ``mdp.evaluation``'s changes (:func:`evaluation_config`)."""
+    server (``mdp.game``, docs/games.md), ``service``: agents of games that call the policy (``mdp.service``), or
+    ``module:ClassName``: your own :class:`MDP` subclass, built as ``ClassName(**mdp.kwargs, seed=seed)``), seeded
+    with ``seed``; stepped in real time when ``mdp.realtime.period`` is set. ``evaluation``: an environment for
+    deterministic evaluation, with ``mdp.evaluation``'s changes (:func:`evaluation_config`)."""
     if evaluation:
         mdp_config = evaluation_config(mdp_config)
     mdp = _create(mdp_config, seed)

@@ -7,7 +7,8 @@ deployment worker that runs an exported ONNX policy without torch.
 from ..lazy import lazy_exports
 
 _WHERE = {"ActorCritic": "network", "ModelSettings": "network", "ObservationBatcher": "observation",
-          "PolicySet": "policy_set", "RunningNormalizer": "normalizer", "blob_size": "blob", "load_blob": "blob", "to_blob": "blob"}
+          "PolicySet": "policy_set", "RunningNormalizer": "normalizer", "blob_size": "blob", "load_blob": "blob",
+          "to_blob": "blob"}
 
 __all__ = sorted(_WHERE)
 __getattr__ = lazy_exports(__name__, _WHERE)

@@ -334,7 +334,8 @@ class ActorCritic(nn.Module):
                 action = torch.multinomial(log_probs.exp(), 1, generator=generator).squeeze(-1)
             return action, log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1), value
         out, log_std = out.chunk(2, -1) if self.settings.sde else (out, self.log_std.expand_as(out))
-        noise = torch.zeros_like(out) if deterministic else torch.randn(out.shape, generator=generator, device=out.device)
+        noise = (torch.zeros_like(out) if deterministic
+                 else torch.randn(out.shape, generator=generator, device=out.device))
         action = out + log_std.exp() * noise
         log_prob = (-0.5 * noise.square() - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
         return action, log_prob, value

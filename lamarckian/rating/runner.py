@@ -22,8 +22,8 @@ def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games
                    seats: int = 2, local: bool = False) -> tuple[Tally, np.ndarray]:
     """Play every group of ``seats`` entrants ``games`` times on ``sample.actors`` instances of ``actor`` (the
     sampling actor, :class:`lamarckian.rl.fleet.actor.Actor`: ``set_population`` and ``play_matches`` over RPC);
-    print, write and plot; return the tally and the (Bradley-Terry) Elo ratings. With more than two seats the table also shows
-    sequential multi-player Elo from the games' ranks."""
+    print, write and plot; return the tally and the (Bradley-Terry) Elo ratings. With more than two seats the table
+    also shows sequential multi-player Elo from the games' ranks."""
     sample = SampleSettings.from_config(config)
     if local:
         actors = [actor(config, index) for index in range(sample.actors)]
@@ -54,7 +54,8 @@ def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games
 
 
 def report(entrants: Sequence[Entrant], tally: Tally, played: Sequence[Sequence[int]],
-           outcomes: Sequence[Sequence[EpisodeResult]], seats: int, out: Path, console: Console) -> tuple[Tally, np.ndarray]:
+           outcomes: Sequence[Sequence[EpisodeResult]], seats: int, out: Path,
+           console: Console) -> tuple[Tally, np.ndarray]:
     """Ratings of a finished tournament: write the tables and plots, print the table (with sequential
     multi-player Elo from the games' ranks when games have more than two seats); the tally and Elo ratings."""
     ratings = tally.ratings()

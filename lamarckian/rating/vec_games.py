@@ -55,7 +55,8 @@ def play_vec_matches(task: VecTask, stacked: StackedPolicies, matches: Sequence[
             steps += 1
             if steps > 2 * task.max_episode_length:
                 raise RuntimeError(f"{type(task).__name__}: games did not end within {steps} steps")
-        results += [[EpisodeResult(fitness=-float(r), rank=float(r)) for r in row] for row in ranks[:len(chunk)].tolist()]
+        results += [[EpisodeResult(fitness=-float(r), rank=float(r)) for r in row]
+                    for row in ranks[:len(chunk)].tolist()]
         if progress is not None:
             progress(len(chunk))
     return results

@@ -117,7 +117,7 @@ class Trainer:
 
 StopRule = Callable[[Trainer], bool]
 RATE_WINDOW = 10.0          # seconds of wall clock the status line's rate (sps) is measured over
-EVALUATION_FIELDS = ("eval", "win")   # the status line's fields of the previous evaluation (left out of a new one's line)
+EVALUATION_FIELDS = ("eval", "win")   # the status line's fields of the previous evaluation (not in a new one's line)
 
 
 def lost_field(stats: Mapping[str, float]) -> dict[str, str]:

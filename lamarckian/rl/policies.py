@@ -74,7 +74,8 @@ def roles_of(mdp: MDP, config: Mapping[str, Any]) -> Roles | None:
             raise ValueError(f"rl.policies.{name}: expected a mapping of model keys, got {change!r}")
         unknown = sorted(set(change) - model_keys)
         if unknown:
-            raise ValueError(f"rl.policies.{name}: {', '.join(unknown)} are not model keys ({', '.join(sorted(model_keys))})")
+            raise ValueError(f"rl.policies.{name}: {', '.join(unknown)} are not model keys "
+                             f"({', '.join(sorted(model_keys))})")
         changes[name] = dict(change)
     mapping = mapping_of(rl.policy_mapping)
     of_seat = tuple(str(mapping(seat_name, seat)) for seat, seat_name in enumerate(mdp.seat_names()))
@@ -110,9 +111,9 @@ def inferred_roles(mdp: MDP, policy_mapping: str) -> Roles | None:
     mixed = [seat for seat in range(len(specs)) if specs[seat] != specs[of_seat.index(of_seat[seat])]]
     if mixed and policy_mapping != PREFIX:
         seat = mixed[0]
-        raise ValueError(f"rl.policies: the game's seats differ (seat {seat}, {seat_names[seat]}, is not of the kind of "
-                         f"the other seats rl.policy_mapping={policy_mapping} maps to {of_seat[seat]!r}); name a "
-                         "policy per kind of seat in rl.policies")
+        raise ValueError(f"rl.policies: the game's seats differ (seat {seat}, {seat_names[seat]}, is not of the "
+                         f"kind of the other seats rl.policy_mapping={policy_mapping} maps to {of_seat[seat]!r}); "
+                         "name a policy per kind of seat in rl.policies")
     if mixed:                                     # a policy per kind of seat: its first seat's group names it
         first_of_kind = [specs.index(spec) for spec in specs]
         base = {first: of_seat[first] for first in set(first_of_kind)}

@@ -107,8 +107,8 @@ class Lane:
     """One learner seat's continuous stream of steps (episodes follow each other in the same lane).
 
     A step is recorded in two halves: ``decide`` (observation, action, log-probability, value, weight
-    version, a recurrent policy's state before the step) and ``outcome`` (reward, episode end). ``final_value`` is the value of the last observation of an
-    episode cut by a time limit (to bootstrap from), 0 otherwise.
+    version, a recurrent policy's state before the step) and ``outcome`` (reward, episode end). ``final_value`` is
+    the value of the last observation of an episode cut by a time limit (to bootstrap from), 0 otherwise.
 
     Args:
         keep_next: also cut ``next_observations`` (the off-policy learners' replay needs them).

@@ -127,7 +127,8 @@ class Decoder:
         dtype = np.dtype(dtype_str)
         if dtype.kind not in SAFE_DTYPE_KINDS or dtype.fields is not None:
             raise ProtocolError("malformed", f"dtype {dtype_str!r} is not allowed")
-        if not (isinstance(shape, list) and len(shape) <= MAX_DIMS and all(isinstance(d, int) and d >= 0 for d in shape)):
+        if not (isinstance(shape, list) and len(shape) <= MAX_DIMS
+                and all(isinstance(d, int) and d >= 0 for d in shape)):
             raise ProtocolError("malformed", f"bad shape {shape!r}")
         buffer = self.buffers[index]
         count = math.prod(shape)

@@ -15,7 +15,8 @@ from .settings import RpcSettings
 from .wire import Kind, Message, Trust
 
 MONITOR_PERIOD = 0.05   # seconds a blocking receive waits before the death reports are read
-_DEATH_EVENTS = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+_DEATH_EVENTS = (zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+                 | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
 
 
 class Connection:

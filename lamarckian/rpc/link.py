@@ -101,7 +101,8 @@ class Link:
         self._next_monitor_read = 0.0
         self._poller = zmq.Poller()
         self._node = sockets.node_id()
-        self._finalizer = weakref.finalize(self, Link._shutdown, self.context, self.connections, self._relays, self.pool)
+        self._finalizer = weakref.finalize(self, Link._shutdown, self.context, self.connections, self._relays,
+                                           self.pool)
         self.add(list(actors))
 
     # --- membership ---------------------------------------------------------------------------------

@@ -603,7 +603,8 @@ class Listener:
                 sock, _ = self._sock.accept()
             except OSError:
                 return      # stop() shut the socket down
-            _, peer_uid, _ = credentials.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, credentials.size))
+            peer = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, credentials.size)
+            _, peer_uid, _ = credentials.unpack(peer)
             if peer_uid != uid:
                 self.refused += 1
                 sock.close()

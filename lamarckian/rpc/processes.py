@@ -128,7 +128,8 @@ class ProcessActor:
         assert _context is not None
         self.name = name
         self.pipe, child_end = _context.Pipe()
-        self.process = _context.Process(target=_serve, args=(factory, args, kwargs, child_end, name), name=name, daemon=True)
+        self.process = _context.Process(target=_serve, args=(factory, args, kwargs, child_end, name), name=name,
+                                        daemon=True)
         self.process.start()
         child_end.close()
 
@@ -158,7 +159,8 @@ class ProcessActor:
             answer = _receive(self.pipe)
         except (EOFError, OSError):
             self.process.join(1.0)
-            raise ActorDiedError(repr(self), index, f"before it could serve (exit code {self.process.exitcode})") from None
+            raise ActorDiedError(repr(self), index,
+                                 f"before it could serve (exit code {self.process.exitcode})") from None
         if "error" in answer:
             raise ActorDiedError(repr(self), index, f"{answer['error']}\n{answer.get('traceback', '')}".rstrip())
         return answer["endpoint"]

@@ -3,8 +3,9 @@
 Caller side, :class:`Relays` decides which targets go through a relay (``rpc.relay``), starts one relay
 process per remote node on demand (a Ray actor pinned to the node) and unwraps its answers. The relay
 (:class:`RelayServer`) verifies the caller's RELAY message, forwards the inner frames (framed for the links inside
-the node) to each target over its own authenticated connections without copying them, and returns the targets' replies in one RELAY_REPLY. A target that
-dies is reported as a reply of size -1, so the caller raises ActorDiedError naming it.
+the node) to each target over its own authenticated connections without copying them, and returns the targets'
+replies in one RELAY_REPLY. A target that dies is reported as a reply of size -1, so the caller raises
+ActorDiedError naming it.
 """
 
 from __future__ import annotations
@@ -180,7 +181,8 @@ class Relays:
         self._by_node: dict[str, tuple[Any, Connection]] = {}
         self._jobs: dict[int, list[tuple[Connection, list[Connection]]]] = {}
 
-    def route(self, connections: Sequence[Connection], own_node: str) -> tuple[list[Connection], dict[Connection, list[Connection]]]:
+    def route(self, connections: Sequence[Connection],
+              own_node: str) -> tuple[list[Connection], dict[Connection, list[Connection]]]:
         """Split targets into those sent directly and, per relay, those reached through it."""
         mode = self.link.settings.relay
         groups: dict[str, list[Connection]] = collections.defaultdict(list)
@@ -214,8 +216,8 @@ class Relays:
     def forward(self, relay: Connection, targets: list[Connection], request_id: int, frames: list[Any]) -> None:
         """Send ``frames`` (one signed message) to ``targets`` through ``relay``."""
         description = [[t.endpoint["address"], t.endpoint.get("curve_public_key")] for t in targets]
-        outer = self.link.wire.pack(Kind.RELAY, request_id, {"targets": description, "frames": len(frames)}, extra=frames,
-                                    sealed=relay.trust == Trust.SEALED)
+        outer = self.link.wire.pack(Kind.RELAY, request_id, {"targets": description, "frames": len(frames)},
+                                    extra=frames, sealed=relay.trust == Trust.SEALED)
         self.link.send(relay, outer)
         self._jobs.setdefault(request_id, []).append((relay, targets))
         self.relayed += 1

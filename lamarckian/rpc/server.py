@@ -190,7 +190,8 @@ class ServingThread:
 class Server(ServingThread):
     """Serves ``target`` until :meth:`stop`. ``stats`` counts served calls and dropped messages by reason."""
 
-    def __init__(self, target: Any, *, name: str, secret: bytes, settings: RpcSettings, patterns: frozenset[str]) -> None:
+    def __init__(self, target: Any, *, name: str, secret: bytes, settings: RpcSettings,
+                 patterns: frozenset[str]) -> None:
         self.target = target
         self.patterns = patterns
         self.callers = 0

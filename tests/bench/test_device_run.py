@@ -39,8 +39,9 @@ def test_the_dry_run_ends_well(full_dry_run):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("step", ["1 (environment)", "2 (physics)", "3 (gpu tests)", "4 (self-play training and rating)",
-                                  "5 (population throughput)", "6 (data-parallel ranks)", "7 (video)"])
+@pytest.mark.parametrize("step", ["1 (environment)", "2 (physics)", "3 (gpu tests)",
+                                  "4 (self-play training and rating)", "5 (population throughput)",
+                                  "6 (data-parallel ranks)", "7 (video)"])
 def test_every_step_runs_and_says_how_long_it_took(full_dry_run, step):
     completed, _ = full_dry_run
     assert f"-- step {step} ran: took " in completed.stdout, completed.stdout[-3000:]

@@ -20,7 +20,8 @@ def config_lines(caplog):
 
 
 def test_a_game_composed_by_hand_samples_as_the_game_files_do():
-    assert load(HAND_COMPOSED, ["mdp.create=game"])["sample"]["envs"] == load(["mdp/game/cartpole.yml"])["sample"]["envs"]
+    game_files = load(["mdp/game/cartpole.yml"])
+    assert load(HAND_COMPOSED, ["mdp.create=game"])["sample"]["envs"] == game_files["sample"]["envs"]
 
 
 def test_a_game_composed_by_hand_samples_ahead():

@@ -64,7 +64,8 @@ def test_paths_fall_back_to_the_config_folder():
 
 def test_modifications_are_yaml_and_empty_deletes():
     config = load([], ["train.lr=1e-3", "model.hidden=[32,16]", "evaluator.terminate=self.cost>100000000",
-                       "mdp.gym.kwargs.render_mode=rgb_array", "mdp.gym.kwargs.frameskip=4", "mdp.gym.kwargs.frameskip="])
+                       "mdp.gym.kwargs.render_mode=rgb_array", "mdp.gym.kwargs.frameskip=4",
+                       "mdp.gym.kwargs.frameskip="])
     assert config["train"]["lr"] == pytest.approx(1e-3)
     assert isinstance(config["train"]["lr"], float)
     assert config["model"]["hidden"] == [32, 16]

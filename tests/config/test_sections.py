@@ -13,7 +13,8 @@ from lamarckian.config import ConfigError, load
 from lamarckian.config.sections import Section, lookup_section
 
 MODULES = ("lamarckian.rl.selfplay.pool", "lamarckian.model.network", "lamarckian.ec.pbt", "lamarckian.ec.nsga_ii",
-           "lamarckian.ec.tournament", "lamarckian.mdp.pong", "lamarckian.mdp.coins", "lamarckian.rpc.settings", "lamarckian.ec.settings")
+           "lamarckian.ec.tournament", "lamarckian.mdp.pong", "lamarckian.mdp.coins", "lamarckian.rpc.settings",
+           "lamarckian.ec.settings")
 
 
 def sections() -> list[type[Section]]:

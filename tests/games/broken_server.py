@@ -2,8 +2,9 @@
 (``LAMARCKIAN_TEST_FLAW``): ``swap_ids`` answers with the wrong episode id, ``silent`` never reports an error,
 ``impostor`` cannot prove the secret, ``big_endian`` sends typed arrays in big-endian byte order, ``ignore_close``
 keeps closed episodes, ``truncated_not_done`` says truncated without done at a time limit, ``duplicate_reset``
-restarts a running id, ``drop_second`` neither answers nor refuses a second request of a busy episode, ``no_auth_limit`` waits forever
-for a handshake, ``small_ids`` keeps 32 bits of an id. Run as ``python -m tests.games.broken_server serve ...``."""
+restarts a running id, ``drop_second`` neither answers nor refuses a second request of a busy episode,
+``no_auth_limit`` waits forever for a handshake, ``small_ids`` keeps 32 bits of an id. Run as
+``python -m tests.games.broken_server serve ...``."""
 
 from __future__ import annotations
 

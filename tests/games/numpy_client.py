@@ -124,7 +124,8 @@ def main() -> None:
                         "reward": 0.0, "done": False, "truncated": False})
     sock.close()
     print(json.dumps({"episodes": len(returns), "returns": returns,
-                      "torch": "torch" in sys.modules, "lamarckian": any(m.startswith("lamarckian") for m in sys.modules)}))
+                      "torch": "torch" in sys.modules,
+                      "lamarckian": any(m.startswith("lamarckian") for m in sys.modules)}))
 
 
 if __name__ == "__main__":

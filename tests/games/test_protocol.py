@@ -18,7 +18,8 @@ SPACES = [
     gymnasium.spaces.MultiDiscrete([3, 4]),
     gymnasium.spaces.MultiBinary(6),
     gymnasium.spaces.Dict({"image": gymnasium.spaces.Box(0, 1, (2, 2)), "mask": gymnasium.spaces.MultiBinary(3)}),
-    gymnasium.spaces.Tuple((gymnasium.spaces.Discrete(32), gymnasium.spaces.Discrete(11), gymnasium.spaces.Discrete(2))),
+    gymnasium.spaces.Tuple((gymnasium.spaces.Discrete(32), gymnasium.spaces.Discrete(11),
+                            gymnasium.spaces.Discrete(2))),
 ]
 
 

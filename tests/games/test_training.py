@@ -95,9 +95,9 @@ def test_a_server_that_dies_and_comes_back_shows_in_the_console_with_the_cause(t
     port = free_port()
     first = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "2ms"], port=port)
     training = subprocess.Popen(
-        [sys.executable, str(ROOT / "train.py"), "-c", "mdp/game/cartpole.yml", "-m", f"mdp.game.address={first.address}",
-         f"mdp.game.secret={first.secret}", f"root={tmp_path / 'run'}", "evaluator.interval=2",
-         "evaluator.terminate=self.time > 20"], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        [sys.executable, str(ROOT / "train.py"), "-c", "mdp/game/cartpole.yml", "-m",
+         f"mdp.game.address={first.address}", f"mdp.game.secret={first.secret}", f"root={tmp_path / 'run'}",
+         "evaluator.interval=2", "evaluator.terminate=self.time > 20"], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     deadline = time.monotonic() + 120
     while not (tmp_path / "run" / "evaluations.csv").exists() and time.monotonic() < deadline:
         time.sleep(0.2)                                     # training runs: episodes are in flight on the server

@@ -81,7 +81,8 @@ def test_a_tuple_observation_space_builds_a_network():
 @pytest.mark.parametrize("bound", ["clip", "tanh"])
 def test_continuous_actions_stay_in_bounds(bound):
     space = gymnasium.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32))
-    model = ActorCritic(gymnasium.spaces.Box(-1, 1, (3,), np.float32), space, ModelSettings.defaults(log_std=2.0, bound=bound))
+    model = ActorCritic(gymnasium.spaces.Box(-1, 1, (3,), np.float32), space,
+                        ModelSettings.defaults(log_std=2.0, bound=bound))
     actions = model.act(torch.randn(500, 3))[0].numpy()
     converted = np.stack([model.env_action(a) for a in actions])
     assert np.all(converted >= space.low)

@@ -36,8 +36,8 @@ def test_battle_checkpoints_and_pool_get_multiplayer_elo(tmp_path, capsys):
     changes = ["mdp.vec.ants=3", "mdp.vec.num_envs.cpu=12"]
     folder = short_run(tmp_path, "mdp/vec/ant_battle.yml", *changes)
     out = tmp_path / "evaluation"
-    code = evaluate.main(["-c", "mdp/vec/ant_battle.yml", "rl/ppo_gpu.yml", "-m", *changes, "--checkpoints", str(folder), "--pool",
-                          "--games", "1", "--out", str(out)])
+    code = evaluate.main(["-c", "mdp/vec/ant_battle.yml", "rl/ppo_gpu.yml", "-m", *changes, "--checkpoints",
+                          str(folder), "--pool", "--games", "1", "--out", str(out)])
     assert code == 0
     rows = list(csv.DictReader(open(out / "ratings.csv")))
     names = [row["name"] for row in rows]
@@ -52,8 +52,8 @@ def test_battle_checkpoints_and_pool_get_multiplayer_elo(tmp_path, capsys):
 def test_sumo_checkpoints_are_rated(tmp_path):
     folder = short_run(tmp_path, "mdp/vec/ant_sumo.yml", "mdp.vec.num_envs.cpu=6")
     out = tmp_path / "evaluation"
-    assert evaluate.main(["-c", "mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "-m", "mdp.vec.num_envs.cpu=6", "--checkpoints",
-                          str(folder), "--games", "2", "--out", str(out)]) == 0
+    assert evaluate.main(["-c", "mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "-m", "mdp.vec.num_envs.cpu=6",
+                          "--checkpoints", str(folder), "--games", "2", "--out", str(out)]) == 0
     rows = list(csv.DictReader(open(out / "ratings.csv")))
     assert len(rows) == 3
     assert abs(sum(float(r["elo"]) for r in rows) / 3 - 1200) < 1

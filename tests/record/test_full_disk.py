@@ -72,7 +72,8 @@ def test_train_py_on_a_disk_that_fills_stops_with_one_line_and_intact_checkpoint
     assert driver.returncode == 1
     assert "disk is full" in lines[-1]
     assert "Traceback" not in stderr, stderr
-    assert all(torch.load(path, weights_only=True)["iteration"] > 0 for path in Checkpoints(run / "checkpoints").paths())
+    assert all(torch.load(path, weights_only=True)["iteration"] > 0
+               for path in Checkpoints(run / "checkpoints").paths())
     with open(run / "evaluations.csv", newline="") as stream:
         rows = list(csv.reader(stream))
     assert {len(row) for row in rows} == {len(rows[0])}

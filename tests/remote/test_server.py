@@ -31,7 +31,8 @@ def wait_for(condition, seconds: float = 5.0) -> bool:
 def publish(server, version: int = 3, size: int = 10) -> None:
     trainer = server.client("trainer")
     blob = np.arange(size, dtype=np.float32)
-    assert trainer.request({"op": "publish", "version": version, "blob": blob, "extras": {"epsilon": 0.1}})["op"] == "ok"
+    reply = trainer.request({"op": "publish", "version": version, "blob": blob, "extras": {"epsilon": 0.1}})
+    assert reply["op"] == "ok"
 
 
 def test_an_unknown_key_is_refused_and_counted(server):
@@ -64,7 +65,8 @@ def test_workers_get_weights_only_when_they_changed(server):
 def test_the_trainer_pulls_checked_segments_in_order(server):
     alice = server.client("alice")
     for fill in (1.0, 2.0):
-        assert alice.request({"op": "segment", "have": -1, "segment": segment(fill=fill), "imports": ["torch"]})["accepted"]
+        reply = alice.request({"op": "segment", "have": -1, "segment": segment(fill=fill), "imports": ["torch"]})
+        assert reply["accepted"]
     trainer = server.client("trainer")
     answer = trainer.request({"op": "pull", "max": 8, "wait": 0.0})
     assert [item["worker"] for item in answer["segments"]] == ["alice", "alice"]

@@ -36,8 +36,8 @@ def test_an_old_module_path_says_where_the_module_is_now():
         fresh_import("lamarckian.rl.offpolicy")
 
 
-@pytest.mark.parametrize("name, new", [("Learner", "lamarckian.rl.fleet.learner"), ("Actor", "lamarckian.rl.fleet.actor"),
-                                       ("PPO", "lamarckian.rl.algorithms.ppo")])
+@pytest.mark.parametrize("name, new", [("Learner", "lamarckian.rl.fleet.learner"),
+                                       ("Actor", "lamarckian.rl.fleet.actor"), ("PPO", "lamarckian.rl.algorithms.ppo")])
 def test_an_old_package_name_is_the_class_it_was(name, new):
     import lamarckian.rl
 

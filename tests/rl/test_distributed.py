@@ -147,9 +147,9 @@ def test_a_rank_that_dies_ends_the_others_with_an_error_not_a_hang():
 def test_two_ranks_train_ant_sumo_checkpoint_and_resume_on_one(tmp_path):
     """torchrun, 2 ranks × 8 environments on CPU MuJoCo: 3 iterations of 16 environments' steps, one checkpoint
     (written by rank 0 alone); the same run resumed by one process with all 16 environments goes on from it."""
-    common = ["-c", "mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "-m", f"root={tmp_path / 'run'}", "mdp.vec.num_envs.cpu=16",
-              "mdp.vec.horizon=8", "mdp.vec.workers=1", "model.hidden=[32]", "evaluator.episodes=2",
-              "evaluator.progress=false"]
+    common = ["-c", "mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "-m", f"root={tmp_path / 'run'}",
+              "mdp.vec.num_envs.cpu=16", "mdp.vec.horizon=8", "mdp.vec.workers=1", "model.hidden=[32]",
+              "evaluator.episodes=2", "evaluator.progress=false"]
     two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                           str(REPOSITORY / "train.py"), *common, "evaluator.terminate=self.iteration >= 3", "-D"],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
@@ -174,9 +174,9 @@ def test_two_ranks_train_ant_sumo_checkpoint_and_resume_on_one(tmp_path):
 def test_train_ranks_on_ray_train_one_learner_and_torchrun_resumes(tmp_path):
     """train.ranks=2 where Ray is installed: 2 Ray actors form the group (rank 0 on its node's address, a free
     port); the checkpoint rank 0 writes is resumed by 2 torchrun ranks."""
-    common = ["-c", "mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "-m", f"root={tmp_path / 'run'}", "mdp.vec.num_envs.cpu=16",
-              "mdp.vec.horizon=8", "mdp.vec.workers=1", "model.hidden=[32]", "evaluator.episodes=2",
-              "evaluator.progress=false"]
+    common = ["-c", "mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml", "-m", f"root={tmp_path / 'run'}",
+              "mdp.vec.num_envs.cpu=16", "mdp.vec.horizon=8", "mdp.vec.workers=1", "model.hidden=[32]",
+              "evaluator.episodes=2", "evaluator.progress=false"]
     on_ray = subprocess.run([sys.executable, str(REPOSITORY / "train.py"), *common, "train.ranks=2",
                              "train.rank_gpus=0", "ray.num_cpus=2", "evaluator.terminate=self.iteration >= 3", "-D"],
                             capture_output=True, text=True, timeout=600, cwd=tmp_path)
@@ -190,7 +190,8 @@ def test_train_ranks_on_ray_train_one_learner_and_torchrun_resumes(tmp_path):
                              capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming from" in resumed.stderr, resumed.stderr[-3000:]
-    assert torch.load(tmp_path / "run" / "checkpoints" / "checkpoint-000000000004.pt", weights_only=True)["cost"] == 4 * 8 * 16
+    checkpoint = torch.load(tmp_path / "run" / "checkpoints" / "checkpoint-000000000004.pt", weights_only=True)
+    assert checkpoint["cost"] == 4 * 8 * 16
 
 
 @pytest.mark.slow

@@ -208,8 +208,8 @@ def test_the_stop_rule_names_env_steps_too():
 
 
 def test_profile_prints_where_the_seconds_went(tmp_path, capsys):
-    code = train_main(["-c", "mdp/gym.yml", "--debug", "--profile", "-m", f"root={tmp_path}", "evaluator.progress=false",
-                       "evaluator.episodes=1", "sample.envs=2", "train.batch=128",
+    code = train_main(["-c", "mdp/gym.yml", "--debug", "--profile", "-m", f"root={tmp_path}",
+                       "evaluator.progress=false", "evaluator.episodes=1", "sample.envs=2", "train.batch=128",
                        "evaluator.terminate=self.iteration >= 1"])
     table = capsys.readouterr().err.split("moment")[-1].splitlines()[1:]
     seconds = [float(line[40:].split()[0]) for line in table]

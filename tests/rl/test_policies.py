@@ -187,7 +187,8 @@ def test_both_roles_of_the_signal_game_learn(tmp_path):
     updates first, so an untrained pair that agrees by chance does not end the run."""
     code = train_main(["--debug", "-m", *SIGNAL, f"root={tmp_path}", "sample.envs=8", "train.batch=1024",
                        "evaluator.episodes=40", "evaluator.interval=5", "evaluator.progress=false",
-                       "evaluator.terminate=(self.iteration >= 20 and self.fitness_listener >= 2.9) or self.time >= 150"])
+                       "evaluator.terminate=(self.iteration >= 20 and self.fitness_listener >= 2.9) "
+                       "or self.time >= 150"])
     with open(tmp_path / "evaluations.csv", newline="") as stream:
         final = list(csv.DictReader(stream))[-1]
     assert code == 0

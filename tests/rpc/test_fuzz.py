@@ -29,8 +29,10 @@ def test_random_frames_never_crash_the_decoder(frames):
 
 
 msgpack_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text(max_size=20) | st.binary(max_size=40),
-    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=5) | st.integers(-(2**63), 2**63 - 1), children, max_size=5),
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text(max_size=20)
+    | st.binary(max_size=40),
+    lambda children: st.lists(children, max_size=5)
+    | st.dictionaries(st.text(max_size=5) | st.integers(-(2**63), 2**63 - 1), children, max_size=5),
     max_leaves=20,
 )
 array_like = st.lists(  # [buffer index, dtype, shape] with plausible and absurd fields

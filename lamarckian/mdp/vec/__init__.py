@@ -42,8 +42,9 @@ def reward_settings(settings: Mapping[str, Any]) -> dict[str, float]:
 
 
 def task_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The :class:`RingSettings` fields set by the ``mdp.vec`` section: ``observe_time``, ``egocentric``, the spawn band, ``spawn_yaw``, the
-    ``physics`` joints and the ``reward`` weights (``reward.anneal`` belongs to the learner)."""
+    """The :class:`RingSettings` fields set by the ``mdp.vec`` section: ``observe_time``, ``egocentric``, the spawn
+    band, ``spawn_yaw``, the ``physics`` joints and the ``reward`` weights (``reward.anneal`` belongs to the
+    learner)."""
     physics = settings.get("physics") or {}
     fields = {**{key: float(physics[key]) for key in ("kp", "kd", "armature", "damping") if key in physics},
               **reward_settings(settings)}

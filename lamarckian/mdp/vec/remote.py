@@ -1,6 +1,7 @@
-"""The ``isaacgym`` backend: a :class:`VecTask` whose environments live in another process — ``tools/isaacgym_server.py``
-running a real Isaac Gym task in Isaac Gym's own Python — reached through Lamarckian's RPC framing (msgpack body,
-arrays as raw frames, HMAC-SHA256 over every frame with the key the server wrote; nothing is unpickled).
+"""The ``isaacgym`` backend: a :class:`VecTask` whose environments live in another process —
+``tools/isaacgym_server.py`` running a real Isaac Gym task in Isaac Gym's own Python — reached through Lamarckian's
+RPC framing (msgpack body, arrays as raw frames, HMAC-SHA256 over every frame with the key the server wrote; nothing
+is unpickled).
 
 Tensors come back on the CPU (one copy per step each way); the learner moves them to its device.
 """

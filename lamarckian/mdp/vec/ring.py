@@ -63,7 +63,8 @@ class RingSettings:
 
 
 class AntRing(VecTask):
-    """``num_envs`` games of ``num_agents`` ants; subclasses judge a step (:meth:`_judge`) and observe (:meth:`_observe`)."""
+    """``num_envs`` games of ``num_agents`` ants; subclasses judge a step (:meth:`_judge`) and observe
+    (:meth:`_observe`)."""
 
     def __init__(self, num_envs: int, num_agents: int, settings: RingSettings, seed: int = 0) -> None:
         self.settings = s = settings

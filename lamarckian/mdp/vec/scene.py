@@ -32,7 +32,8 @@ def _ant(index: int, x: float, y: float, yaw: float, rgba: str) -> str:
           <geom name="a{index}_{name}_thigh" type="capsule" fromto="0 0 0 {leg_x} {leg_y} 0" size="0.08" rgba="{rgba}"/>
           <body name="a{index}_{name}_shin" pos="{leg_x} {leg_y} 0">
             <joint name="a{index}_{name}_ankle" type="hinge" axis="{-sy} {sx} 0" range="{ankle_lo} {ankle_hi}"/>
-            <geom name="a{index}_{name}_foot" type="capsule" fromto="0 0 0 {2 * leg_x} {2 * leg_y} 0" size="0.08" rgba="{rgba}"/>
+            <geom name="a{index}_{name}_foot" type="capsule" fromto="0 0 0 {2 * leg_x} {2 * leg_y} 0" size="0.08"
+                  rgba="{rgba}"/>
           </body>
         </body>
       </body>""")
@@ -74,7 +75,8 @@ def scene_xml(ants: int = 2, ring: float = 3.0, kp: float = 85.0, kd: float = 2.
     <global offwidth="1280" offheight="960"/>
   </visual>
   <asset>
-    <texture name="grid" type="2d" builtin="checker" rgb1="0.92 0.92 0.92" rgb2="0.82 0.82 0.82" width="256" height="256"/>
+    <texture name="grid" type="2d" builtin="checker" rgb1="0.92 0.92 0.92" rgb2="0.82 0.82 0.82" width="256"
+             height="256"/>
     <material name="grid" texture="grid" texrepeat="8 8" texuniform="true"/>
   </asset>
   <default>

@@ -36,7 +36,8 @@ class PerPolicyUpdate:
     def update(self, segments: list[Segment], version: int, cost: int) -> dict[str, float]:
         unknown = sorted({segment.policy for segment in segments} - set(self.rules))
         if unknown:
-            raise ValueError(f"segments of policies {unknown} that this learner does not train ({', '.join(self.rules)})")
+            raise ValueError(f"segments of policies {unknown} that this learner does not train "
+                             f"({', '.join(self.rules)})")
         per_policy: dict[str, dict[str, float]] = {}
         for name, rule in self.rules.items():
             own = [segment for segment in segments if segment.policy == name]

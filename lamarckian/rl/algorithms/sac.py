@@ -47,7 +47,8 @@ class SAC(OwnsAdam):
             next_actions, next_log_probs = self.policy.sample(batch["next_observations"])
             values = self.target_critics(batch["next_observations"], next_actions)
             if self.settings.target_critics < self.settings.critics:
-                values = values[torch.randperm(self.settings.critics, device=values.device)[:self.settings.target_critics]]
+                drawn = torch.randperm(self.settings.critics, device=values.device)[:self.settings.target_critics]
+                values = values[drawn]
             soft = values.min(0).values - alpha * next_log_probs
             return batch["returns"] + batch["bootstraps"] * soft
 

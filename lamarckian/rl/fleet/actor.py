@@ -270,8 +270,9 @@ class Actor:
             team = len(learners)
             players = [self._learn(controller, lane) for controller, lane in zip(controllers, lanes)]
             mean = self.mean_probability > 0 and self.random.random() < self.mean_probability
-            players += [self._play(c, self.pools[self.seat_policy[seat]].server(mean), self.members[self.seat_policy[seat]],
-                                   index) for c, (seat, index) in zip(controllers[team:], opponents)]
+            players += [self._play(c, self.pools[self.seat_policy[seat]].server(mean),
+                                   self.members[self.seat_policy[seat]], index)
+                        for c, (seat, index) in zip(controllers[team:], opponents)]
             await asyncio.gather(*players, *episode.ticks)
             if any(c.get_result().get("lost") for c in controllers):   # a game server lost it: counted, no result
                 continue
@@ -379,7 +380,8 @@ class Actor:
                 else:
                     await asyncio.gather(*ticks)
                 lost = any(c.get_result().get("lost") for c in controllers)     # counted by the MDP
-                results[number] = [EpisodeResult.of(c.get_result(), capped=any(capped) and not lost, lost=lost).to_wire()
+                results[number] = [EpisodeResult.of(c.get_result(), capped=any(capped) and not lost,
+                                                    lost=lost).to_wire()
                                    for c in controllers]
 
         async def run_all() -> None:
@@ -458,7 +460,8 @@ class Actor:
         """Rebuild the environments from another ``mdp`` section whose players have the same spaces (evolve.py
         children that differ in MDP settings): running episodes and partial segments are discarded.
         ValueError if the spaces differ (the network would not fit)."""
-        mdps = [create_mdp(mdp_config, seed=actor_seed(self.seed, self.index, FIRST_ENVIRONMENT_SLOT + slot)) for slot in range(self.envs)]
+        mdps = [create_mdp(mdp_config, seed=actor_seed(self.seed, self.index, FIRST_ENVIRONMENT_SLOT + slot))
+                for slot in range(self.envs)]
         if [(s.observation, s.action) for s in mdps[0].describe()] != \
                 [(s.observation, s.action) for s in self.mdps[0].describe()]:
             for mdp in mdps:

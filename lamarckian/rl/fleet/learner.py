@@ -148,8 +148,9 @@ class Learner(Trainer):
         if self.roles is not None:
             if gpus > 1:
                 raise ValueError(f"train.gpus={gpus}: rl.policies (a policy per role) updates on one device")
-            self.update_rule = PerPolicyUpdate({name: self.algorithm.update_rule(member, self.roles.config_of(config, name))
-                                                for name, member in self.model.members()})
+            self.update_rule = PerPolicyUpdate({
+                name: self.algorithm.update_rule(member, self.roles.config_of(config, name))
+                for name, member in self.model.members()})
             return
         self.update_rule = self.algorithm.update_rule(self.model, config)
         if gpus > 1 and not isinstance(self.update_rule, PPO):

@@ -33,8 +33,8 @@ class OffPolicyLearner(Learner):
 
     def build_update(self, config: Mapping[str, Any]) -> None:
         self.replay_settings = replay = ReplaySettings.from_config(config)
-        self.replay = ReplayBuffer(replay.capacity, replay.steps, RLSettings.from_config(config).discount, replay.alpha, replay.beta,
-                                   seed=RunSettings.from_config(config).seed)
+        self.replay = ReplayBuffer(replay.capacity, replay.steps, RLSettings.from_config(config).discount, replay.alpha,
+                                   replay.beta, seed=RunSettings.from_config(config).seed)
         self.replay_update = self.algorithm.replay_update(self.model, config)
         self.epsilon: EpsilonSettings | None = self.algorithm.exploration_schedule(config)   # DQN's ε
         self.device = next(self.model.parameters()).device

@@ -79,7 +79,8 @@ class VecLearner(OpponentDraws, Trainer):
         self.device = task.device
         with seeded(self.seed):
             self.model = vec_model(task, ModelSettings.from_config(config))
-        self.update_rule = PPO(self.model, PPOSettings.from_config(config, self.device.type), seed=self.seed, ranks=ranks)
+        self.update_rule = PPO(self.model, PPOSettings.from_config(config, self.device.type), seed=self.seed,
+                               ranks=ranks)
         self.horizon = int(vec["horizon"])
         self.initial_blob = to_blob(self.model)
         self.initial_envs = round(float(vec["initial_share"]) * task.num_envs)
@@ -278,7 +279,8 @@ class VecLearner(OpponentDraws, Trainer):
         return f"training: {where}, horizon {self.horizon}"
 
     def scalars(self, stats: Mapping[str, float]) -> dict[str, float]:
-        return {**super().scalars(stats), **self.pool.statistics(), "train/win_initial": self.win_rate_against_initial(),
+        return {**super().scalars(stats), **self.pool.statistics(),
+                "train/win_initial": self.win_rate_against_initial(),
                 "reward/dense_scale": getattr(self.task, "dense_scale", 1.0)}
 
     def status(self, stats: Mapping[str, float]) -> dict[str, str]:

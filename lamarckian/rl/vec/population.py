@@ -105,7 +105,8 @@ class VecPopulationLearner(OpponentDraws, Trainer):
         self.anneal = vec["reward"]["anneal"]
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         games = self.evaluator.episodes
-        self.evaluation = VecEvaluation(vec, games, INITIAL, seed=seed + VEC_EVALUATION_SEED_OFFSET, players=self.size) if games > 0 else None
+        self.evaluation = (VecEvaluation(vec, games, INITIAL, seed=seed + VEC_EVALUATION_SEED_OFFSET, players=self.size)
+                           if games > 0 else None)
         self.iteration = self.cost = self.version = 0
         self.elapsed = 0.0
         self.training: dict[str, float] = {}

@@ -153,7 +153,8 @@ def test_resume_with_and_without_the_buffer(tmp_path, keep):
     learner = fleet_learner(config)
     try:
         TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.replay_update.updates >= 10)
-        stored, updates = learner.replay.arrays["observations"][:len(learner.replay)].copy(), learner.replay_update.updates
+        stored = learner.replay.arrays["observations"][:len(learner.replay)].copy()
+        updates = learner.replay_update.updates
     finally:
         learner.close()
     resumed = fleet_learner(config)
@@ -208,7 +209,8 @@ def test_the_seed_dqn_command_trains_cartpole(tmp_path):
     (["mdp/gym.yml", "rl/sac.yml"], [], "rl.algorithm=sac needs a bounded continuous"),
     (["rl/dqn.yml"], [], "rl.algorithm=dqn trains single-player MDPs; mdp.create=pong has 2 seats"),
     (["mdp/gym.yml", "rl/dqn.yml"], ["model.normalize_observation=true"], "model.normalize_observation=true"),
-    (["mdp/gym.yml"], ["rl.algorithm=a2c"], "rl.algorithm='a2c': expected one of ppo, impala, a3c, dqn, sac or module:ClassName"),
+    (["mdp/gym.yml"], ["rl.algorithm=a2c"],
+     "rl.algorithm='a2c': expected one of ppo, impala, a3c, dqn, sac or module:ClassName"),
     (["mdp/gym.yml", "rl/dqn.yml"], ["train.replay.start=0"], "train.replay.start=0: out of range"),
 ])
 def test_bad_off_policy_settings_are_one_line(tmp_path, capsys, files, changes, message):

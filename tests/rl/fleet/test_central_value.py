@@ -82,7 +82,8 @@ def test_the_learner_plays_every_seat_with_a_central_critic(tmp_path):
 
 @pytest.mark.parametrize("files, changes, message", [
     (["mdp/gym.yml"], ["model.central_value=true"], "model.central_value: GymMDP has no global state"),
-    (["mdp/pong.yml"], ["model.central_value=true", "model.shared=true"], "model.central_value needs model.shared: false"),
+    (["mdp/pong.yml"], ["model.central_value=true", "model.shared=true"],
+     "model.central_value needs model.shared: false"),
     (["mdp/gym.yml", "rl/dqn.yml"], ["model.central_value=true"], "model.central_value=true applies to rl.algorithm"),
 ])
 def test_bad_central_value_settings_are_one_line(tmp_path, capsys, files, changes, message):

@@ -125,7 +125,8 @@ def test_an_lstm_learns_what_a_feedforward_policy_cannot(tmp_path):
 @pytest.mark.parametrize("files, changes, message", [
     (["mdp/gym.yml"], ["model.recurrent=rnn"], "model.recurrent='rnn': expected null or one of"),
     (["mdp/gym.yml", "rl/dqn.yml"], ["model.recurrent=lstm"], "model.recurrent=lstm applies to rl.algorithm ppo"),
-    (["rl/lstm.yml"], [], "model.recurrent=lstm trains single-player MDPs or rl.shared_seats games; this one has 2 seats"),
+    (["rl/lstm.yml"], [],
+     "model.recurrent=lstm trains single-player MDPs or rl.shared_seats games; this one has 2 seats"),
     (["mdp/gym.yml"], ["mdp.gym.observe=[0, 9]"], "mdp.gym.observe=[0, 9]: expected indices in [0, 4)"),
 ])
 def test_bad_recurrent_settings_are_one_line(tmp_path, capsys, files, changes, message):

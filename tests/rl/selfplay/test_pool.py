@@ -28,7 +28,8 @@ def test_capacity_is_fifo():
 
 
 def test_add_rule_waits_for_games_to_check():
-    pool = OpponentPool(PoolSettings.defaults(add="self.win_rate > 0.7 or self.iterations_since_add > 500", games_to_check=10))
+    pool = OpponentPool(PoolSettings.defaults(add="self.win_rate > 0.7 or self.iterations_since_add > 500",
+                                              games_to_check=10))
     pool.add(np.zeros(2), 0)
     for _ in range(9):
         pool.record(0, 1.0)
