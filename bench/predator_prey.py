@@ -33,8 +33,8 @@ sys.path.insert(0, str(REPOSITORY))
 from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp import create_mdp  # noqa: E402
 from lamarckian.record import Checkpoints  # noqa: E402
+from lamarckian.rl.acting import acting_policy  # noqa: E402
 from lamarckian.rl.algorithms import build_model  # noqa: E402
-from lamarckian.rl.fleet.inference import acting_policy  # noqa: E402
 from lamarckian.rl.policies import roles_of  # noqa: E402
 
 CONTACT_REWARD = 10.0     # simple_tag's reward to every adversary for each contact

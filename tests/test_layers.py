@@ -25,6 +25,13 @@ LAYERS = (
     ("train", "evaluate", "export", "evolve"),      # the command lines
 )
 LAYER_OF = {part: number for number, parts in enumerate(LAYERS) for part in parts}
+# inside rl/, lowest first, the same rule: the algorithms know how a network acts and learns, not who runs them
+RL_LAYERS = (
+    ("acting", "distributed", "evaluator", "policies", "seeds", "segment", "selfplay"),   # what the algorithms use
+    ("algorithms", "loop"),                                                               # updates; the run loop
+    ("fleet", "vec"),                                                                     # the back ends that run them
+)
+RL_LAYER_OF = {part: number for number, parts in enumerate(RL_LAYERS) for part in parts}
 
 
 def module_names() -> dict[str, Path]:
@@ -92,6 +99,21 @@ def part(module: str) -> str:
     return module.split(".")[1] if module.count(".") else "__init__"
 
 
+def rl_part(module: str) -> str:
+    """The part of rl/ a module belongs to (``lamarckian.rl.fleet.actor`` → ``fleet``)."""
+    return module.split(".")[2] if module.count(".") >= 2 else "__init__"
+
+
+def upward_rl_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Imports between parts of rl/ that do not go down :data:`RL_LAYERS`."""
+    inside = {module: {t for t in targets if t.startswith("lamarckian.rl.")} for module, targets in graph.items()
+              if module.startswith("lamarckian.rl.")}
+    return sorted(f"{module} imports {target}" for module, targets in inside.items() for target in targets
+                  if rl_part(module) in RL_LAYER_OF and rl_part(target) in RL_LAYER_OF
+                  and rl_part(module) != rl_part(target)
+                  and RL_LAYER_OF[rl_part(target)] >= RL_LAYER_OF[rl_part(module)])
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan)."""
     index: dict[str, int] = {}
@@ -147,3 +169,18 @@ def test_no_modules_import_each_other_in_a_cycle(graph):
 
 def test_the_check_sees_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_every_part_of_rl_has_a_layer(graph):
+    parts = {rl_part(module) for module in graph if module.startswith("lamarckian.rl.")}
+    assert sorted(parts - set(RL_LAYER_OF) - {"__init__"}) == []
+
+
+def test_imports_inside_rl_go_down_its_layers(graph):
+    assert upward_rl_imports(graph) == []
+
+
+def test_the_check_sees_an_algorithm_that_imports_the_fleet(graph):
+    broken = {**graph, "lamarckian.rl.algorithms.ppo": graph["lamarckian.rl.algorithms.ppo"] | {
+        "lamarckian.rl.fleet.actor"}}
+    assert upward_rl_imports(broken) == ["lamarckian.rl.algorithms.ppo imports lamarckian.rl.fleet.actor"]

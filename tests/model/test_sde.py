@@ -11,7 +11,7 @@ import torch
 from lamarckian.model import ActorCritic, ModelSettings
 from lamarckian.model.blob import to_blob
 from lamarckian.model.stacked import StackedPolicies
-from lamarckian.rl.fleet.inference import StateDependentPolicy, acting_policy
+from lamarckian.rl.acting import StateDependentPolicy, acting_policy
 
 OBSERVATIONS = gymnasium.spaces.Box(-1, 1, (3,), np.float32)
 ACTIONS = gymnasium.spaces.Box(-2, 2, (2,), np.float32)

@@ -23,7 +23,7 @@ from ...config.sections import MDPSettings
 from ...mdp import MDP
 from ...mdp.wrap import central_observation_space
 from ...model import ActorCritic, ModelSettings
-from ..fleet.inference import acting_policy
+from ..acting import acting_policy
 from ..segment import Segment
 
 KINDS = ("on_policy", "gradients", "replay")
@@ -53,14 +53,15 @@ class Algorithm:
 
     Class attributes: ``name`` (what status lines and errors call it), ``kind`` (which fleet learner runs it, see
     the module), ``off_policy`` (the actors' lanes keep each step's next observation, as replay needs),
-    ``single_player`` (games of several seats are refused), ``learner_class`` (a learner of your own, else the
-    kind's).
+    ``single_player`` (games of several seats are refused), ``data_parallel`` (its update rule runs on several
+    GPUs, ``train.gpus``), ``learner_class`` (a learner of your own, else the kind's).
     """
 
     name: ClassVar[str] = "algorithm"
     kind: ClassVar[str] = "on_policy"
     off_policy: ClassVar[bool] = False
     single_player: ClassVar[bool] = False
+    data_parallel: ClassVar[bool] = False
     learner_class: ClassVar[type | None] = None
 
     def acting_network(self, mdp: MDP, config: Mapping[str, Any], seat: int = 0) -> torch.nn.Module:

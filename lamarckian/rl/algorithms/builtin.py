@@ -12,7 +12,7 @@ from ...config.sections import DQNSettings, EpsilonSettings, RunSettings, SACSet
 from ...mdp import MDP
 from ...model import ModelSettings
 from ...model.offpolicy import QNetwork, SquashedGaussianPolicy
-from ..fleet.inference import EpsilonGreedy
+from ..acting import EpsilonGreedy
 from ..segment import Segment
 from .a3c import segment_gradient
 from .base import Algorithm, UpdateRule
@@ -25,6 +25,7 @@ class PPOAlgorithm(Algorithm):
     """PPO (Schulman et al. 2017), clipped surrogate, GAE; V-trace corrections for segments a few versions old."""
 
     name = "ppo"
+    data_parallel = True
 
     def update_rule(self, model: torch.nn.Module, config: Mapping[str, Any]) -> UpdateRule:
         return PPO(model, PPOSettings.from_config(config), seed=RunSettings.from_config(config).seed)

@@ -18,6 +18,7 @@ from ...model import ActorCritic, ModelSettings, load_blob
 from ...model.network import seeded
 from ...model.stacked import StackedPolicies
 from ...rating.results import NONE, POOL, RULE, SELF, EpisodeResult, pairwise_scores
+from ..acting import PopulationPolicy, RecurrentPolicy, Server, acting_policy
 from ..algorithms import algorithm_of, build_model
 from ..policies import roles_of
 from ..seeds import (
@@ -30,7 +31,7 @@ from ..seeds import (
     actor_seed,
 )
 from ..segment import Lane, Segment, stack_lanes
-from .inference import BatchedInference, PopulationPolicy, RecurrentPolicy, Server, acting_policy
+from .inference import BatchedInference
 from .snapshots import SnapshotServers
 
 EVALUATION_ENVS = 32     # evaluation environments an actor may make (more than sample.envs: one round of games)

@@ -41,7 +41,6 @@ from ...rpc.sockets import running_ray
 from ...timeline import TIMELINE
 from ..algorithms import algorithm_of
 from ..algorithms.per_policy import PerPolicyUpdate
-from ..algorithms.ppo import PPO
 from ..evaluator import Evaluator, summarize
 from ..loop import Trainer
 from ..segment import Segment, segments_of
@@ -153,7 +152,7 @@ class Learner(Trainer):
                 for name, member in self.model.members()})
             return
         self.update_rule = self.algorithm.update_rule(self.model, config)
-        if gpus > 1 and not isinstance(self.update_rule, PPO):
+        if gpus > 1 and not self.algorithm.data_parallel:
             raise ValueError(f"train.gpus={gpus}: rl.algorithm={self.algorithm.name} updates on one device (the "
                              "data-parallel update is PPO's and IMPALA's)")
         if self.update_group is not None:              # a new individual (evolve.py): the replicas follow

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ...model.stacked import StackedPolicies
-from .inference import PopulationPolicy
+from ..acting import PopulationPolicy
 
 
 class SnapshotServers:
