@@ -16,7 +16,9 @@ from ..model.stacked import StackedPolicies
 Answer = tuple[Any, float, float]  # (action, log-probability, value)
 
 
-class Server(Protocol):
+class BatchPolicy(Protocol):
+    """What answers a batch of waiting players in one forward (the actors' batched inference calls it)."""
+
     def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:
         """Answers for ``(observation, tag)`` items, in order, from one forward."""
 

@@ -18,7 +18,7 @@ from ...model import ActorCritic, ModelSettings, load_blob
 from ...model.network import seeded
 from ...model.stacked import StackedPolicies
 from ...rating.results import NONE, POOL, RULE, SELF, EpisodeResult, pairwise_scores
-from ..acting import PopulationPolicy, RecurrentPolicy, Server, acting_policy
+from ..acting import BatchPolicy, PopulationPolicy, RecurrentPolicy, acting_policy
 from ..algorithms import algorithm_of, build_model
 from ..policies import roles_of
 from ..seeds import (
@@ -315,7 +315,7 @@ class Actor:
         finally:
             self.inference.unregister()
 
-    async def _decide_again(self, lane: Lane, server: Server, observation: np.ndarray, slot: int) -> np.ndarray:
+    async def _decide_again(self, lane: Lane, server: BatchPolicy, observation: np.ndarray, slot: int) -> np.ndarray:
         """``sample.sync``: the lane's segment is complete and its newest decision only gave the bootstrap value;
         wait for the next segment and, if new weights came meanwhile, decide that step again with them (the next
         segment then holds no step of older weights). The action to take."""
@@ -327,7 +327,7 @@ class Actor:
             lane.redecide(action, log_prob, value, self.version)
         return action
 
-    async def _play(self, controller: Controller, server: Server, model: ActorCritic, tag: int = 0,
+    async def _play(self, controller: Controller, server: BatchPolicy, model: ActorCritic, tag: int = 0,
                     inference: BatchedInference | None = None, max_steps: int = 0) -> bool:
         """Act for one seat until the episode ends or, with ``max_steps`` > 0, that many decisions were made;
         whether the cap ended it."""
@@ -352,7 +352,7 @@ class Actor:
             inference.unregister()
 
     # ---- evaluation ----------------------------------------------------------------------------------------
-    def _run_episodes(self, jobs: Sequence[tuple[list[int], Sequence[tuple[Server, int]]]]) -> list[list[dict]]:
+    def _run_episodes(self, jobs: Sequence[tuple[list[int], Sequence[tuple[BatchPolicy, int]]]]) -> list[list[dict]]:
         """Play one episode per job ``(seats, [(server, tag) per seat])`` on the evaluation environments (as many
         as jobs, up to the larger of ``sample.envs`` and :data:`EVALUATION_ENVS`), all at once; each job's per-seat
         results (wire form of
@@ -400,7 +400,7 @@ class Actor:
         if self.shared or self.roles is not None:              # a memory per seat and game
             return self._evaluate_every_seat(episodes)
         learner = acting_policy(self.model, deterministic=True)
-        newest: Server | None = None
+        newest: BatchPolicy | None = None
         if opponent == SELF and self.seats > 1:
             if not self.pools[""].ids:
                 raise ValueError("evaluator.opponent=self needs an opponent pool")

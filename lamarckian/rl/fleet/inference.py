@@ -6,7 +6,7 @@ import asyncio
 
 import numpy as np
 
-from ..acting import Answer, Server
+from ..acting import Answer, BatchPolicy
 
 IDLE_YIELDS = 3  # loop turns without a new request before a partial batch is served
 
@@ -24,7 +24,7 @@ class BatchedInference:
     def __init__(self, max_wait: float | None = None) -> None:
         self.max_wait = max_wait
         self.since = 0.0          # when the oldest waiting request came
-        self.pending: dict[int, tuple[Server, list[tuple[np.ndarray, int]], list[asyncio.Future]]] = {}
+        self.pending: dict[int, tuple[BatchPolicy, list[tuple[np.ndarray, int]], list[asyncio.Future]]] = {}
         self.players = 0
         self.waiting = 0
         self.forwards = 0
@@ -46,7 +46,7 @@ class BatchedInference:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self.flush)
 
-    async def act(self, server: Server, observation: np.ndarray, tag: int = 0) -> Answer:
+    async def act(self, server: BatchPolicy, observation: np.ndarray, tag: int = 0) -> Answer:
         """(action, log-probability, value) for one observation (as converted by the model's batcher); requests
         to the same server object share its next forward."""
         future = asyncio.get_running_loop().create_future()
