@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from typing import Mapping
@@ -17,6 +18,30 @@ def format_number(value: float) -> str:
         if abs(value) >= size:
             return f"{value / size:.2f}{unit}"
     return f"{value:.3g}"
+
+
+class StepRate:
+    """Env steps per second of wall clock over the last ``window`` seconds or more (a run's first seconds: since
+    training started; ``-`` until ``min_span`` seconds have passed, so an iteration that ends at once, as the first
+    after a resume, whose segments were in flight, shows no absurd rate)."""
+
+    def __init__(self, now: float = 0.0, cost: int = 0, window: float = 10.0, min_span: float = 1.0) -> None:
+        self.samples: collections.deque[tuple[float, int]] = collections.deque([(now, cost)])   # (time s, env steps)
+        self.window, self.min_span = window, min_span
+
+    def update(self, now: float, cost: int) -> float | None:
+        """The rate at ``now`` with ``cost`` env steps done (None: too soon to say)."""
+        samples = self.samples
+        samples.append((now, cost))
+        while len(samples) > 2 and now - samples[1][0] >= self.window:
+            samples.popleft()
+        then, before = samples[0]
+        return (cost - before) / (now - then) if now - then >= self.min_span else None
+
+    def text(self, now: float, cost: int) -> str:
+        """:meth:`update` for the status line."""
+        rate = self.update(now, cost)
+        return "-" if rate is None else format_number(rate)
 
 
 class Progress:

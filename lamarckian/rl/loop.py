@@ -17,7 +17,6 @@ evaluations so far (a trainer that evaluates beside training waits only for the 
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import math
 import time
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Mapping
 
 from ..config.sections import CheckpointSettings
-from ..record import Checkpoints, CsvLog, Progress, Scalars, StatusFile, format_number, plain
+from ..record import Checkpoints, CsvLog, Progress, Scalars, StatusFile, StepRate, format_number, plain
 from ..record.checkpoint import CHECKPOINT_FORMAT, process_rng_state, restore_process_rng, upgrade_checkpoint
 from ..record.wandb import WandbScalars
 from ..timeline import TIMELINE
@@ -116,7 +115,6 @@ class Trainer:
 
 
 StopRule = Callable[[Trainer], bool]
-RATE_WINDOW = 10.0          # seconds of wall clock the status line's rate (sps) is measured over
 EVALUATION_FIELDS = ("eval", "win")   # the status line's fields of the previous evaluation (not in a new one's line)
 
 
@@ -156,7 +154,7 @@ class TrainingLoop:
         self.clock = time.monotonic()                # training time 0 (over restarts: minus the time before)
         self.judging: tuple[int, int] | None = None  # (iteration, env steps) of the weights being evaluated
         self.judged: int | None = None               # the iteration of the weights evaluated last
-        self.rate_window: collections.deque[tuple[float, int]] = collections.deque()   # (time, env steps)
+        self.rate = StepRate()                       # the status line's env steps per second
 
     # ---- checkpoints ---------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -250,7 +248,7 @@ class TrainingLoop:
         trainer = self.trainer
         self.clock = time.monotonic() - trainer.elapsed
         last_checkpoint = time.monotonic()
-        self.rate_window = collections.deque([(time.monotonic(), trainer.cost)])
+        self.rate = StepRate(time.monotonic(), trainer.cost)
         while True:
             stats = trainer.step()
             trainer.elapsed = time.monotonic() - self.clock
@@ -292,19 +290,9 @@ class TrainingLoop:
     def _fields(self, stats: Mapping[str, float]) -> dict[str, str]:
         trainer = self.trainer
         fields = {"iter": str(trainer.iteration), "steps": format_number(trainer.cost),
-                  "sps": format_number(self._rate()), **trainer.status(stats), **lost_field(stats),
+                  "sps": self.rate.text(time.monotonic(), trainer.cost), **trainer.status(stats), **lost_field(stats),
                   "time": f"{trainer.elapsed:.0f}s"}
         return fields
-
-    def _rate(self) -> float:
-        """Env steps per second of wall clock over the last :data:`RATE_WINDOW` seconds or more (waits and
-        evaluations included; in a run's first seconds, since training started)."""
-        now, window = time.monotonic(), self.rate_window
-        window.append((now, self.trainer.cost))
-        while len(window) > 2 and now - window[1][0] >= RATE_WINDOW:
-            window.popleft()
-        then, cost = window[0]
-        return (self.trainer.cost - cost) / (now - then) if now > then else 0.0
 
     def _begin(self, fields: Mapping[str, str]) -> None:
         """Begin evaluating the current weights (the status line says so while training waits for it)."""

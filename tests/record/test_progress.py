@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 
-from lamarckian.record import Progress
+import pytest
+
+from lamarckian.record import Progress, StepRate
 
 
 def printed_within(capsys, seconds: float) -> str:
@@ -34,3 +36,15 @@ def test_a_closed_progress_prints_nothing_more(capsys):
     progress = Progress(True, every=0.5)
     progress.close()
     assert printed_within(capsys, 1.8) == ""
+
+
+def test_the_rate_is_measured_over_the_last_ten_seconds():
+    rate = StepRate(0.0, 0)
+    for second in range(1, 31):
+        rate.update(float(second), 1000 * second if second <= 20 else 20_000 + 100 * (second - 20))
+    assert rate.update(31.0, 21_100) == pytest.approx(100.0)
+
+
+def test_an_iteration_that_ends_at_once_shows_no_rate():
+    rate = StepRate(100.0, 50_000)                   # a resume: segments in flight make the first iteration instant
+    assert rate.text(100.001, 54_096) == "-"
