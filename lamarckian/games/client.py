@@ -19,6 +19,7 @@ from .protocol import ProtocolViolation
 
 BACKOFF = (0.1, 2.0)       # seconds between connection attempts: first, at most (doubling)
 FAULTS = ("timeout", "disconnected", "garbage", "error")
+MAX_EPISODE_ID = 2**53       # episode ids stay below it: a JavaScript number holds them exactly (docs/games.md)
 LOG = logging.getLogger("lamarckian.games")
 _reported: set[str] = set()   # the kinds of offence this process has logged (each once; later ones are counted)
 
@@ -317,7 +318,7 @@ class GameClient:
         except BaseException:
             self.slots.release()
             raise
-        number, self.next_episode = self.next_episode, self.next_episode + 1
+        number, self.next_episode = self.next_episode, (self.next_episode + 1) % MAX_EPISODE_ID   # exact in JS
         connection.episodes += 1
         try:
             reply = await self.ask(connection, number, {"type": "reset", "episode": number, "seats": seats,
