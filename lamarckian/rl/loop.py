@@ -154,6 +154,7 @@ class TrainingLoop:
         self.clock = time.monotonic()                # training time 0 (over restarts: minus the time before)
         self.judging: tuple[int, int] | None = None  # (iteration, env steps) of the weights being evaluated
         self.judged: int | None = None               # the iteration of the weights evaluated last
+        self.decided: dict[str, Any] | None = None   # the newest evaluation's row when the stop rule held
         self.rate = StepRate()                       # the status line's env steps per second
 
     # ---- checkpoints ---------------------------------------------------------------------------------------
@@ -206,7 +207,8 @@ class TrainingLoop:
     def run(self, stop: StopRule | None = None) -> dict[str, float]:
         """Train until ``stop(trainer)`` holds (default: ``evaluator.terminate``); an evaluation when due and one
         at the end, a checkpoint every ``evaluator.checkpoint.interval`` seconds and at the end (Ctrl-C: one
-        checkpoint, then KeyboardInterrupt goes on). The latest evaluation's summary."""
+        checkpoint, then KeyboardInterrupt goes on). The summary of the final weights' evaluation; the one the stop
+        rule acted on (an evaluation beside training judges earlier weights) is :attr:`decided`."""
         trainer, settings = self.trainer, self.settings
         writes = self.writes
         scalars = Scalars(self.root / "tensorboard" if self.root is not None and settings.tensorboard and writes
@@ -237,9 +239,17 @@ class TrainingLoop:
         latest = trainer.evaluator.latest
         if not announce:
             return latest
-        self.progress.print(f"done: {rule} holds after {trainer.iteration} iterations, "
-                            f"{format_number(trainer.cost)} env steps, {trainer.elapsed:.0f}s"
-                            + (f"; {trainer.evaluation_line(latest)}" if latest.get("episodes") else ""))
+        line = (f"done: {rule} holds after {trainer.iteration} iterations, {format_number(trainer.cost)} env steps, "
+                f"{trainer.elapsed:.0f}s")
+        decided = self.decided
+        if decided is not None and decided.get("iteration") != self.judged:    # it held on earlier weights
+            line += (f" (on the eval of iter {decided['iteration']} @ {format_number(decided['cost'])} steps: "
+                     f"{trainer.evaluation_line(decided)})")
+            if latest.get("episodes"):
+                line += f"; the final weights: {trainer.evaluation_line(latest)}"
+        elif latest.get("episodes"):
+            line += f"; {trainer.evaluation_line(latest)}"
+        self.progress.print(line)
         return latest
 
     def _iterate(self, stop: StopRule | None, scalars: Scalars, wandb: WandbScalars) -> None:
@@ -265,6 +275,7 @@ class TrainingLoop:
                     self._harvest(fields, scalars, wandb)         # a trainer that evaluates now is done already
             if trainer.agree(self._should_stop(stop)):
                 TIMELINE.mark("stop rule holds")
+                self.decided = dict(trainer.evaluator.history[-1]) if trainer.evaluator.history else None
                 if self.writes and trainer.evaluator.episodes > 0:
                     self._harvest(fields, scalars, wandb, wait=True)
                     if self.judged != trainer.iteration:          # every run ends with its final weights evaluated

@@ -234,3 +234,13 @@ def test_lost_evaluation_episodes_are_left_out_and_counted_not_called_cut():
     assert summary["fitness"] == 500.0
     assert summary["lost"] == 1.0
     assert "capped" not in summary
+
+
+def test_the_done_line_names_the_evaluation_the_stop_rule_acted_on_and_the_final_one(tmp_path, capsys):
+    code = train_main(["-c", "mdp/gym.yml", "--debug", "-m", f"root={tmp_path}", "evaluator.episodes=2",
+                       "sample.envs=2", "train.batch=128",
+                       "evaluator.terminate=self.episodes > 0 and self.iteration >= 3"])
+    done = [line for line in capsys.readouterr().err.splitlines() if line.startswith("done: ")]
+    assert code == 0
+    assert "(on the eval of iter 1 @ " in done[0]
+    assert "; the final weights: fitness " in done[0]

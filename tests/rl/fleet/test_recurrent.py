@@ -109,9 +109,9 @@ def train_cue(tmp_path, files: list[str], seconds: float) -> float:
                           "evaluator.interval=2", "evaluator.episodes=40", f"root={tmp_path}"])
     learner = fleet_learner(config)
     try:
-        summary = TrainingLoop(learner, None).run(
-            stop=lambda trainer: trainer.evaluator.latest.get("fitness", 0) >= 0.95 or trainer.elapsed > seconds)
-        return float(summary["fitness"])
+        loop = TrainingLoop(learner, None)
+        loop.run(stop=lambda trainer: trainer.evaluator.latest.get("fitness", 0) >= 0.95 or trainer.elapsed > seconds)
+        return float(loop.decided["fitness"])                 # the evaluation the stop rule acted on
     finally:
         learner.close()
 
