@@ -90,7 +90,8 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
     if not rate > 0 and baseline is not None:            # too few reports between faults: the run beside it
         rate = report.steady_rate(report.progress(Log(baseline / "samples.jsonl").read()), warm_up)
         rate_source = "of the run without faults"
-    if not rate > 0:                                      # nor a baseline: the whole run, its faults included
+    measured = rate > 0                                   # a rate without faults: the rollback can be judged
+    if not measured:                                      # nor a baseline: the whole run, its faults included
         rate = report.steady_rate(curve, warm_up=0.0)
         rate_source = "over the whole run, faults included (too few reports between faults)"
     lost = report.time_lost(events, curve, rate, result["seconds"], kinds) if rate == rate and rate > 0 else {}
@@ -118,7 +119,8 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
                for kind, row in figures["faults"].items() if row["survived"] + row["too_late"] < row["injected"]]
     if not rate > 0:
         failed.append("the job made no measurable progress (no env steps between its reports)")
-    if rolled_back > ROLLBACK_MARGIN:
+    figures["rollback_checked"] = measured     # a rate with the faults' losses in it overstates the rollback
+    if measured and rolled_back > ROLLBACK_MARGIN:
         failed.append(f"a restart rolled back {rolled_back:.2f} checkpoint intervals of env steps")
     if result["leftover"]:
         failed.append(f"{len(result['leftover'])} processes left after the end")

@@ -151,7 +151,9 @@ def markdown(figures: dict[str, Any]) -> str:
     result, baseline = figures.get("result") or {}, figures.get("baseline_result") or {}
     lines += ["", "| measure | value |", "|---|---|",
               f"| env steps lost per driver restart | {', '.join(f'{v:,.0f}' for v in lost) or '-'} "
-              f"(at most {figures['steps_lost_in_checkpoint_intervals']} checkpoint intervals of work) |",
+              f"(at most {figures['steps_lost_in_checkpoint_intervals']} checkpoint intervals of work"
+              + ("" if figures.get("rollback_checked", True) else "; not checked: no rate measured between faults")
+              + ") |",
               f"| result with faults | {_plain(result)} |",
               f"| result without faults (same time, same machine) | {_plain(baseline) if baseline else '-'} |",
               f"| resident memory slope after warm-up | {figures['rss_slope_mb_per_hour']:+.1f} MiB/h |",

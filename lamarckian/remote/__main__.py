@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -148,12 +150,29 @@ def run_worker(arguments: argparse.Namespace) -> int:
         print(f"python -m lamarckian.remote worker: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        pass
+        exit_after(CLOSE_SECONDS)
     finally:
         if source is not None:
             source.close()
         client.close()
     return 0
+
+
+CLOSE_SECONDS = 20.0     # a Ctrl-C'd worker's closing, at most
+
+
+def exit_after(seconds: float) -> None:
+    """A Ctrl-C'd worker closes its environments and connection within ``seconds``, or it prints where every thread
+    is (what hung) and exits with 130 anyway: a user's Ctrl-C always ends it."""
+
+    def give_up() -> None:
+        print(f"python -m lamarckian.remote worker: closing took over {seconds:g} s; exiting", file=sys.stderr)
+        faulthandler.dump_traceback(all_threads=True)
+        os._exit(130)
+
+    timer = threading.Timer(seconds, give_up)
+    timer.daemon = True
+    timer.start()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -58,13 +58,14 @@ def test_the_proxy_refuses_any_address_but_loopback():
         StallProxy("192.0.2.1", 9)
 
 
-def write_run(folder: Path, costs: list[tuple[float, int]], fault_times: list[float]) -> None:
+def write_run(folder: Path, costs: list[tuple[float, int]], fault_times: list[float],
+              steps_lost: float = 100.0) -> None:
     """A scenario's logs as the harness writes them: status samples of one process, faults, a result."""
     for t, cost in costs:
         Log(folder / "samples.jsonl").write({"t": t, "cost": cost, "pid": 7})
     for t in fault_times:
         Log(folder / "events.jsonl").write({"t": t, "kind": "learner killed", "hit": True})
-    result = {"seconds": costs[-1][0], "checkpoint_interval": 10.0, "steps_lost": [100.0], "leftover": [],
+    result = {"seconds": costs[-1][0], "checkpoint_interval": 10.0, "steps_lost": [steps_lost], "leftover": [],
               "zombies": 0, "checks": {}}
     (folder / "result.json").write_text(chaos.json.dumps(result))
 
@@ -74,6 +75,13 @@ def test_a_run_reporting_no_progress_between_faults_is_summarized_over_its_whole
     write_run(tmp_path, [(4.0 * i, 1000 * (i // 10)) for i in range(41)], [100.0])
     figures, failed = chaos.summarize("evolve", tmp_path, baseline=None)
     assert figures["rate"] == pytest.approx(4000 / 160.0)
+    assert failed == []
+
+
+def test_a_rollback_is_not_judged_against_a_rate_that_holds_the_faults_losses(tmp_path):
+    write_run(tmp_path, [(4.0 * i, 1000 * (i // 10)) for i in range(41)], [100.0], steps_lost=50_000.0)
+    figures, failed = chaos.summarize("evolve", tmp_path, baseline=None)
+    assert figures["rollback_checked"] is False
     assert failed == []
 
 
