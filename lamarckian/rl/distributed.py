@@ -70,6 +70,21 @@ class Ranks:
             dist.init_process_group(backend, init_method=self.address, rank=self.rank, world_size=self.size,
                                     timeout=datetime.timedelta(seconds=timeout))
 
+    def leave(self, timeout: float = 30.0) -> None:
+        """Wait (``timeout`` seconds at most) for every rank to be done, then leave the process group. A rank that
+        exits while the others still use the group dies in the interpreter's teardown (SIGABRT, "terminate called
+        without an active exception") about every second time on 2 cores."""
+        if not dist.is_initialized():
+            return
+        try:
+            if dist.get_backend() == "gloo":
+                dist.monitored_barrier(timeout=datetime.timedelta(seconds=timeout))
+            else:
+                dist.barrier()
+        except (RuntimeError, dist.DistBackendError):      # another rank died: nobody to wait for
+            pass
+        dist.destroy_process_group()
+
     # ---- collectives ------------------------------------------------------------------------------------------
     def sum(self, tensor: torch.Tensor) -> torch.Tensor:
         """``tensor`` summed over the ranks, in place (and returned)."""

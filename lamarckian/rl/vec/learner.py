@@ -322,4 +322,6 @@ class VecLearner(OpponentDraws, Trainer):
         self.task.close()
         if self.evaluation is not None:
             self.evaluation.close()
+        if self.ranks is not None:
+            self.ranks.leave()
 
