@@ -21,31 +21,29 @@ DEFAULTS_ORIGIN = "lamarckian.yml"
 LOG = logging.getLogger("lamarckian.config")
 
 
-def drop_tuned_for_kind(config: dict[str, Any], algorithm: str, origin_of: Callable[[str], str]) -> bool:
+def drop_tuned_for_kind(config: dict[str, Any], algorithm: str, origin_of: Callable[[str], str]) -> None:
     """Remove the ``tuned`` sections (in place) where ``mdp.create`` is a kind with its own sampling, logging one
-    line where the run's algorithm had one; whether they were removed."""
+    line where the run's algorithm had one."""
     kind = str(config.get("mdp", {}).get("create"))
     if kind not in KIND_SAMPLING:
-        return False
+        return
     section = (config.pop(TUNED, None) or {}).get(algorithm)
     if section:
         LOG.warning("mdp.create=%s: %s's %s.%s section was measured on the task run in-process and is left out (its "
                     "sampling and schedules do not fit a game that waits on the network); %s's sampling applies. "
                     "Set values with -m, or in a file after the task's", kind, origin_of(f"{TUNED}.{algorithm}"),
                     TUNED, algorithm, KIND_SAMPLING[kind])
-    return True
 
 
 def apply_kind_sampling(config: dict[str, Any], read: Callable[[str], dict[str, Any]],
                         set_by_edit: Callable[[str], bool], record: Callable[[str, str], None],
-                        origin_of: Callable[[str], str]) -> list[str]:
+                        origin_of: Callable[[str], str]) -> None:
     """Merge the ``sample`` section of ``mdp.create``'s file (``read(name)`` loads it) into ``config`` (in place),
-    each key that the defaults or a tuned section set; ``record(key, origin)`` notes the origin. The keys changed."""
+    each key that the defaults or a tuned section set; ``record(key, origin)`` notes the origin."""
     kind = str(config.get("mdp", {}).get("create"))
     name = KIND_SAMPLING.get(kind)
     if name is None:
-        return []
-    changed = []
+        return
     for key, value in (read(name).get("sample") or {}).items():
         leaf = f"sample.{key}"
         origin = origin_of(leaf)
@@ -54,5 +52,3 @@ def apply_kind_sampling(config: dict[str, Any], read: Callable[[str], dict[str, 
         if config["sample"].get(key) != value:
             config["sample"][key] = value
             record(leaf, f"{name} (the sampling of mdp.create={kind})")
-            changed.append(leaf)
-    return changed
