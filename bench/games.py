@@ -44,12 +44,12 @@ def actor_worker(connection: Any, index: int) -> None:
         edits, seconds = job
         actor = Actor(load(["mdp/game.yml"], edits), index)
         actor.sample()                                   # connections made, episodes running
-        started_episodes = sum(mdp.counters()["episodes"] for mdp in actor.mdps)
+        started_episodes = sum(mdp.counters()["episodes"] for mdp in actor.sampler.mdps)
         started, steps = time.monotonic(), 0
         while time.monotonic() - started < seconds:
             steps += actor.sample()["steps"]
         elapsed = time.monotonic() - started
-        resets = sum(mdp.counters()["episodes"] for mdp in actor.mdps) - started_episodes
+        resets = sum(mdp.counters()["episodes"] for mdp in actor.sampler.mdps) - started_episodes
         actor.close()
         connection.send((steps, resets, elapsed))
 

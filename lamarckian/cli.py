@@ -12,7 +12,7 @@ import shutil
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NoReturn, Sequence
 
 import yaml
 
@@ -27,7 +27,7 @@ USAGE_ERRORS = (ConfigError, ValueError, TypeError, KeyError, ImportError)
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose misuse message is one line (argparse prints the whole usage otherwise); exit 2."""
 
-    def error(self, message: str) -> None:
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 

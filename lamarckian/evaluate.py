@@ -149,6 +149,7 @@ def film_ring_match(config, arguments: argparse.Namespace) -> tuple[dict, Any, A
         os.environ["MUJOCO_GL"] = "egl"                   # before MuJoCo is imported: no display here
     from .mdp.vec import create_vec_task
     from .mdp.vec.render import import_mujoco_renderer
+    from .mdp.vec.ring import AntRing
     from .model import ModelSettings
     from .model.network import seeded
     from .model.stacked import StackedPolicies
@@ -157,6 +158,8 @@ def film_ring_match(config, arguments: argparse.Namespace) -> tuple[dict, Any, A
 
     import_mujoco_renderer()                              # the GL back end is checked before the physics
     task = create_vec_task({**config["mdp"]["vec"], "num_envs": 1, "play_to_end": True}, seed=config["seed"])
+    if not isinstance(task, AntRing):
+        raise SystemExit(f"--video: mdp.vec.task={config['mdp']['vec'].get('task')!r} is not an ant ring game")
     try:
         def fresh():
             with seeded(config["seed"]):                  # the network as the run initialized it

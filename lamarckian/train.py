@@ -25,6 +25,7 @@ def ignored_settings(config: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
     """The settings this run does not read and why (a vectorized task on Ray ranks reads ``ray``)."""
     if config["mdp"]["create"] != "vec":
         return IGNORED_ON_FLEET
+    keys: tuple[str, ...]
     keys, why = IGNORED_ON_VEC
     if config["train"]["ranks"] > 1:
         keys = tuple(key for key in keys if key != "ray")

@@ -10,7 +10,7 @@ import difflib
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import yaml
 
@@ -165,7 +165,7 @@ def apply_modification(config: dict[str, Any], key: str, value: Any, delete: boo
         node[leaf] = value
 
 
-def lookup(config: dict[str, Any], key: str) -> Any:
+def lookup(config: Mapping[str, Any], key: str) -> Any:
     """The value at a dotted key; ``KeyError`` naming the missing part."""
     node: Any = config
     for part in key.split("."):

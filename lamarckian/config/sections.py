@@ -56,7 +56,7 @@ class Section:
     def from_mapping(cls: type[T], mapping: Mapping[str, Any]) -> T:
         """The section from its mapping: every field must be there, every other key must be in ``OTHER_KEYS``;
         numbers are converted to the field's type (a YAML ``1`` for a float field)."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}
+        fields = {f.name: f for f in dataclasses.fields(cls)}      # type: ignore[arg-type]  # sections are dataclasses
         missing = [name for name in fields if name not in mapping]
         if missing:
             raise ConfigError(f"{cls.KEY or 'the configuration'}: missing key(s) "

@@ -112,7 +112,7 @@ class Evolution:
         return path
 
     def save(self) -> None:
-        if self.checkpoints is None:
+        if self.checkpoints is None or self.folder is None:
             return
         self.checkpoints.save(self.trained, self.state_dict())
         members = self.algorithm.members()
@@ -156,12 +156,20 @@ class Evolution:
         self.someone = rpc.connect_replacing(self.learners, lambda learners: rpc.Any(learners, settings=settings),
                                              self._spawn, self._kill)
 
+    @property
+    def started_learners(self) -> rpc.Any:
+        """The learners' ``Any`` (:meth:`start` made it)."""
+        if self.someone is None:
+            raise RuntimeError("the learners are not started (call start() first)")
+        return self.someone
+
     def _replace(self, error: rpc.ActorDiedError, individuals: list[Individual]) -> None:
         """Swap a dead learner for a new one; its individuals are trained again from their stored state."""
-        dead = self.someone.handle(error.actor)
-        self.someone.remove(error.actor)
+        someone = self.started_learners
+        dead = someone.handle(error.actor)
+        someone.remove(error.actor)
         self._kill(dead)
-        replacement = rpc.join_new(self._spawn, self.someone.add, self._kill)
+        replacement = rpc.join_new(self._spawn, someone.add, self._kill)
         self.learners = [replacement if learner is dead else learner for learner in self.learners]
         for individual in individuals:
             self.algorithm.retry(individual)
@@ -204,7 +212,7 @@ class Evolution:
                  "best": best.fitness if best is not None else -math.inf}
         return bool(self.stop_rule.evaluate({"self": names}))
 
-    def _calls(self) -> Iterator[tuple[str, Any]]:
+    def _calls(self) -> Iterator[tuple[Any, ...]]:
         """``("train", task)`` per individual, or for a vectorized population ``("train", [task, ...])`` per group
         of ``group_size`` individuals, until ``ec.stop`` holds."""
         while not self.should_stop():
@@ -228,7 +236,7 @@ class Evolution:
         if self.in_process:
             outcomes: Iterator = ((call, self.rounds.train_round(*call[1:])) for call in calls)
         else:
-            outcomes = self.someone.as_completed(calls)
+            outcomes = self.started_learners.as_completed(calls)
         for call, outcome in outcomes:
             tasks = call[1] if self.vectorized else [call[1]]
             reports = outcome if self.vectorized or isinstance(outcome, BaseException) else [outcome]
@@ -270,7 +278,7 @@ class Evolution:
                 self._record(individual, report)
             self._reported()
         self.save()
-        if self.lineage is not None:
+        if self.lineage is not None and self.folder is not None:
             plot_lineage(self.lineage.read(), self.folder / "lineage.png")
         members = self.algorithm.members()
         best = best_member(members)

@@ -121,14 +121,14 @@ class SearchSpace:
 
 def with_values(config: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of ``config`` with each dotted ``key.path: value`` of ``values`` set."""
-    config = copy.deepcopy(dict(config))
+    copied = copy.deepcopy(dict(config))
     for key, value in values.items():
         *parents, leaf = key.split(".")
-        node = config
+        node = copied
         for part in parents:
             node = node[part]
         node[leaf] = value
-    return config
+    return copied
 
 
 def _leaves(config: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:

@@ -27,7 +27,7 @@ from ..remote.fleet import connect
 from ..rl.evaluator import Evaluator
 from ..rl.fleet.factory import fleet_learner
 from ..rl.fleet.learner import Learner
-from ..rl.loop import TrainingLoop
+from ..rl.loop import Trainer, TrainingLoop
 from .settings import RoundSettings
 from .space import with_values
 
@@ -68,13 +68,13 @@ class RoundStopper:
     ``self.cost`` (env steps), ``self.iteration``, ``self.time`` (s), ``self.plateau`` (iterations since the
     training fitness last improved) and ``self.training.<mean>``."""
 
-    def __init__(self, source: str, learner: Learner, scale: float) -> None:
+    def __init__(self, source: str, learner: Trainer, scale: float) -> None:
         self.rule = Expression(source)
         self.scale = max(float(scale), 1e-9)
         self.cost, self.iteration, self.started = learner.cost, learner.iteration, time.monotonic()
         self.best, self.since_best = -math.inf, 0
 
-    def __call__(self, learner: Learner) -> bool:
+    def __call__(self, learner: Trainer) -> bool:
         fitness = learner.training.get("fitness", math.nan)
         if not math.isnan(fitness) and fitness > self.best:
             self.best, self.since_best = fitness, 0
@@ -111,10 +111,10 @@ class PopulationLearner:
         if learner is not None and fingerprint == self.fingerprint:
             mdp_changed = config["mdp"] != learner.config["mdp"]
             learner.configure(config)
-            if not mdp_changed or learner.everyone is None:
+            if not mdp_changed or not learner.fleet.started:
                 return learner
             try:
-                learner.call_all(lambda: learner.everyone("set_mdp", config["mdp"]))
+                learner.fleet.call_all(lambda: learner.fleet.everyone("set_mdp", config["mdp"]))
                 return learner
             except rpc.RemoteError as error:  # other spaces (ValueError): the actors' networks no longer fit
                 if error.type_name != "builtins.ValueError":
@@ -148,7 +148,8 @@ class PopulationLearner:
         TrainingLoop(learner, announce=False).run(stop=stopper)
         evaluator = Evaluator(dataclasses.replace(EvaluatorSettings.from_config(config), interval=0.0,
                                                   episodes=SampleSettings.from_config(config).eval, terminate=None))
-        summary = learner.call_all(lambda: evaluator.evaluate(learner.everyone)) if evaluator.episodes else {}
+        fleet = learner.fleet
+        summary = fleet.call_all(lambda: evaluator.evaluate(fleet.everyone)) if evaluator.episodes else {}
         state = learner.state_dict()
         if "opponents" in task:
             state["pool"] = None  # population self-play: the pool is the population, not the individual's

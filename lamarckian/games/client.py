@@ -116,6 +116,7 @@ class Connection(asyncio.Protocol):
         self.hello: asyncio.Future = self.loop.create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         peer = transport.get_extra_info("peername")
         if peer:
@@ -148,6 +149,7 @@ class Connection(asyncio.Protocol):
         if self.nonces is None:
             auth, own, theirs = protocol.answer(self.secret, message)
             self.nonces = own, theirs
+            assert self.transport is not None         # data came over it
             self.transport.write(protocol.pack(auth))
         else:
             self.hello.set_result(protocol.accept_hello(self.secret, message, *self.nonces))
@@ -184,7 +186,8 @@ class Connection(asyncio.Protocol):
         for future, _, _ in pending.values():
             if not future.done():
                 future.set_exception(self.fault)
-        self.transport.close()
+        if self.transport is not None:
+            self.transport.close()
 
     def send(self, message: Mapping[str, Any]) -> None:
         """Queue ``message``; everything queued in this event-loop turn leaves in one write."""
@@ -196,14 +199,14 @@ class Connection(asyncio.Protocol):
 
     def _flush(self) -> None:
         outgoing, self.outgoing = self.outgoing, []
-        if self.alive and not self.transport.is_closing():
+        if self.alive and self.transport is not None and not self.transport.is_closing():
             self.transport.write(b"".join(outgoing))
 
     def request(self, number: int, message: Mapping[str, Any], timeout: float) -> asyncio.Future:
         """Send ``message`` for episode ``number``; the future of its reply (a :class:`GameFault` when the
         connection fails or :meth:`expire` finds it overdue after ``timeout`` seconds)."""
         future = self.loop.create_future()
-        if not self.alive:
+        if self.fault is not None:
             future.set_exception(self.fault)
             return future
         self.pending[number] = future, self.loop.time() + timeout, str(message["type"])

@@ -80,6 +80,7 @@ class GameEpisode:
         actions = [self.actions.get(i) for i in range(len(self.seats))]
         self.actions = {}
         try:
+            assert self.connection is not None, "a step before the reset's answer"
             self._update(await self.client.ask(self.connection, self.number,
                                                {"type": "step", "episode": self.number, "actions": actions}))
             if not self.playing():
@@ -97,7 +98,7 @@ class GameEpisode:
         states = protocol.seat_states(reply, self.spaces, "observation")
         for index, state in enumerate(states):
             self.totals[index] += state["reward"]
-        self.states = states
+        self.states = list(states)
         self.undone = sum(1 for state in states if not state["done"])
         self.observed.set()
 
@@ -134,20 +135,28 @@ class GameController(Controller):
 
     @property
     def state(self) -> dict[str, Any] | None:
+        """The seat's last state (None before the reset's answer)."""
         return self.episode.states[self.index]
+
+    @property
+    def reported(self) -> dict[str, Any]:
+        """The seat's last state, once there is one (the controller reads it after ``ready``)."""
+        state = self.episode.states[self.index]
+        assert state is not None, "the seat has no state before the reset's answer"
+        return state
 
     async def ready(self) -> bool:
         await self.episode.observed.wait()
         return not self.done
 
     def get_state(self) -> Any:
-        return self.state["observation"]
+        return self.reported["observation"]
 
     async def __call__(self, action: Any) -> None:
         await self.episode.submit(self.index, action)
 
     def get_reward(self) -> float:
-        return 0.0 if self.episode.lost else self.state["reward"]
+        return 0.0 if self.episode.lost else self.reported["reward"]
 
     @property
     def done(self) -> bool:

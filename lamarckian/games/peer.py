@@ -48,10 +48,12 @@ class Peer(asyncio.Protocol):
         self.episodes: dict[int, Any] = {}
         self.nonce: bytes | None = None               # the challenge's, until the client proved the secret
         self.outgoing: list[bytes] = []
-        self.transport: asyncio.Transport | None = None
         self.loop = asyncio.get_running_loop()
 
+    transport: asyncio.Transport       # from connection_made on (asyncio calls it first)
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         self.server.counters["connections"] += 1
         sock = transport.get_extra_info("socket")
@@ -82,6 +84,7 @@ class Peer(asyncio.Protocol):
 
     def _authenticate(self, auth: dict[str, Any]) -> bool:
         server, own = self.server, self.nonce
+        assert own is not None              # the challenge was sent
         if auth.get("type") != "auth" or auth.get("version") != protocol.VERSION:
             raise ProtocolViolation(f"expected auth of protocol version {protocol.VERSION}")
         theirs = protocol.check_nonce(auth, "auth")

@@ -41,8 +41,11 @@ class ProtocolViolation(ValueError):
     """Bytes or a message that break the protocol (the connection that sent them is closed)."""
 
 
-def parse_address(address: str) -> tuple[str, int]:
-    """``tcp://HOST:PORT`` (``[v6]`` hosts too) as ``(host, port)``; ValueError naming the address otherwise."""
+def parse_address(address: str | None) -> tuple[str, int]:
+    """``tcp://HOST:PORT`` (``[v6]`` hosts too) as ``(host, port)``; ValueError naming the address otherwise (None:
+    not set)."""
+    if address is None:
+        raise ValueError("no game address is set: expected tcp://HOST:PORT")
     rest = address.removeprefix("tcp://")
     host, _, port = rest.rpartition(":")
     host = host.strip("[]")

@@ -323,6 +323,7 @@ def _serve_here(server: GameServer, sock: socket.socket, tls: ssl.SSLContext | N
     async def main() -> None:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
+        assert task is not None
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, task.cancel)
         try:

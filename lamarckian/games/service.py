@@ -178,27 +178,34 @@ class ServiceEpisode:
         self.assigned = asyncio.Event()
         self.over = asyncio.get_running_loop().create_future()
 
+    @property
+    def reported(self) -> dict[str, Any]:
+        """The agent's last report (read once the slot was assigned one)."""
+        assert self.report is not None, "no agent has reported to this slot yet"
+        return self.report
+
     async def run(self) -> None:
         """The tick: wait for an agent (``mdp.service.idle`` seconds at most), then for the episode's end."""
         await self.service.start()
         arrival = asyncio.get_running_loop().create_future()
         self.service.waiting.append(arrival)
         try:
-            self.agent = await asyncio.wait_for(arrival, self.mdp.settings.idle)
+            agent: Agent = await asyncio.wait_for(arrival, self.mdp.settings.idle)
         except asyncio.TimeoutError:               # no game came: the slot waits afresh
             self.assigned.set()
             return
-        self.report = self.agent.report
+        self.agent, self.report = agent, agent.report
         self.mdp.episodes += 1
         self.assigned.set()
         try:
             await self.over
         except asyncio.CancelledError:
-            self.agent.peer.episodes.pop(self.agent.number, None)
+            agent.peer.episodes.pop(agent.number, None)
             raise
 
     async def act(self, action: Any) -> None:
         agent = self.agent
+        assert agent is not None, "the controller acts once its slot is assigned an agent"
         agent.next = asyncio.get_running_loop().create_future()
         agent.peer.send({"type": "action", "agent": agent.number,
                          "action": protocol.encode_action(action, self.mdp.spec.action)})
@@ -209,8 +216,8 @@ class ServiceEpisode:
             self.mdp.faults[self.lost] += 1
             agent.peer.episodes.pop(agent.number, None)
         else:
-            self.total += self.report["reward"]
-        if self.lost is not None or self.report["done"]:
+            self.total += self.reported["reward"]
+        if self.lost is not None or self.reported["done"]:
             self.over.set_result(None)
 
 
@@ -225,13 +232,13 @@ class ServiceController(Controller):
         return not self.done
 
     def get_state(self) -> Any:
-        return self.episode.report["observation"]
+        return self.episode.reported["observation"]
 
     async def __call__(self, action: Any) -> None:
         await self.episode.act(action)
 
     def get_reward(self) -> float:
-        return 0.0 if self.episode.lost else self.episode.report["reward"]
+        return 0.0 if self.episode.lost else self.episode.reported["reward"]
 
     @property
     def done(self) -> bool:

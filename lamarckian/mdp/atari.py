@@ -57,7 +57,8 @@ class AtariSettings(Section):
 
 def lives(env: gymnasium.Env) -> int:
     """The lives the ALE game has left."""
-    return int(env.unwrapped.ale.lives())
+    game: Any = env.unwrapped           # ALE's AtariEnv
+    return int(game.ale.lives())
 
 
 class EpisodicLife(gymnasium.Wrapper):
@@ -76,7 +77,7 @@ class EpisodicLife(gymnasium.Wrapper):
         if 0 < left < self.lives:
             terminated = True
         self.lives = left
-        return observation, reward, terminated, truncated, info
+        return observation, float(reward), terminated, truncated, info
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict]:
         if self.game_over:
@@ -96,13 +97,13 @@ class FireReset(gymnasium.Wrapper):
 
     def __init__(self, env: gymnasium.Env, after_life_loss: bool) -> None:
         super().__init__(env)
-        self.fire = env.unwrapped.get_action_meanings().index(FIRE)
+        self.fire = action_meanings(env).index(FIRE)
         self.after_life_loss = after_life_loss
         self.lives = 0
 
     def _launch(self) -> tuple[Any, float, bool, bool, dict]:
         total = 0.0
-        for action in (self.fire, (self.fire + 1) % self.env.action_space.n):
+        for action in (self.fire, (self.fire + 1) % len(action_meanings(self.env))):
             observation, reward, terminated, truncated, info = self.env.step(action)
             total += float(reward)
             if terminated or truncated:
@@ -121,14 +122,20 @@ class FireReset(gymnasium.Wrapper):
         observation, reward, terminated, truncated, info = self.env.step(action)
         if self.after_life_loss and not (terminated or truncated) and lives(self.env) < self.lives:
             observation, extra, terminated, truncated, info = self._launch()
-            reward += extra
+            reward = float(reward) + extra
         self.lives = lives(self.env)
-        return observation, reward, terminated, truncated, info
+        return observation, float(reward), terminated, truncated, info
+
+
+def action_meanings(env: gymnasium.Env) -> list[str]:
+    """The names of the ALE game's actions, by index."""
+    game: Any = env.unwrapped           # ALE's AtariEnv
+    return list(game.get_action_meanings())
 
 
 def has_fire(env: gymnasium.Env) -> bool:
     """Whether the game's action set has FIRE."""
-    return FIRE in env.unwrapped.get_action_meanings()
+    return FIRE in action_meanings(env)
 
 
 def atari_wrappers(env: gymnasium.Env, settings: AtariSettings, skip_in_env: bool) -> gymnasium.Env:
@@ -146,7 +153,7 @@ def atari_wrappers(env: gymnasium.Env, settings: AtariSettings, skip_in_env: boo
                              "FIRE action")
         env = FireReset(env, after_life_loss=not settings.episodic_life)
     if settings.clip_reward:
-        env = gymnasium.wrappers.TransformReward(env, lambda reward: float(np.sign(reward)))
+        env = gymnasium.wrappers.TransformReward(env, lambda reward: float(np.sign(float(reward))))
     return env
 
 

@@ -119,7 +119,7 @@ class GymMDP(MDP):
         return Episode([GymController(self.env, observation)], [])
 
     def render(self) -> np.ndarray:
-        return self.env.render()
+        return np.asarray(self.env.render())
 
     def close(self) -> None:
         self.env.close()

@@ -77,8 +77,12 @@ class RealTimeController(ControllerWrapper):
         super().__init__(controller)
         self.period = period
         self.discrete = isinstance(action_space, gymnasium.spaces.Discrete)
-        self.idle = 0 if self.discrete else np.zeros(action_space.shape, np.float32)
-        self.width = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
+        self.idle: Any = 0
+        if isinstance(action_space, gymnasium.spaces.Discrete):
+            self.width = int(action_space.n)
+        else:
+            self.idle = np.zeros(action_space.shape or (), np.float32)
+            self.width = int(np.prod(action_space.shape or ()))
         self.active: Any = self.idle           # the action holding during the current period
         self.timeouts = 0
         self.steps = 0

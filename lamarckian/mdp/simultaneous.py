@@ -73,14 +73,15 @@ class SimultaneousMDP(MDP):
     def result(self, player: int) -> dict[str, Any]:
         """The player's episode result (see :meth:`Controller.get_result`)."""
 
-    def global_state_space(self) -> gymnasium.spaces.Box:
+    def global_state_space(self) -> gymnasium.Space:
         """Every seat's flattened observation side by side (a central critic's input where the game has no state
         of its own)."""
         spaces = [gymnasium.spaces.flatten_space(spec.observation) for spec in self.describe()]
-        return gymnasium.spaces.Box(-np.inf, np.inf, (sum(space.shape[0] for space in spaces),), np.float32)
+        width = sum(int(np.prod(space.shape or ())) for space in spaces)
+        return gymnasium.spaces.Box(-np.inf, np.inf, (width,), np.float32)
 
     def global_state(self) -> np.ndarray:
-        return np.concatenate([gymnasium.spaces.flatten(spec.observation, self.observe(seat)).astype(np.float32)
+        return np.concatenate([np.asarray(gymnasium.spaces.flatten(spec.observation, self.observe(seat)), np.float32)
                                for seat, spec in enumerate(self.describe())])
 
     def rule(self, player: int) -> Any:

@@ -151,7 +151,9 @@ class TurnMDP(MDP):
         observation = env.observe(agent)
         if isinstance(observation, dict) and "action_mask" in observation:
             return np.asarray(observation["action_mask"], bool)
-        return np.ones(int(self.specs[self.index[agent]].action.n), bool)
+        space = self.specs[self.index[agent]].action
+        assert isinstance(space, gymnasium.spaces.Discrete)      # a mask needs discrete actions
+        return np.ones(int(space.n), bool)
 
     def rule(self, seat: int) -> int:
         """The move of a seat nobody controls (``mdp.pettingzoo.rule``)."""

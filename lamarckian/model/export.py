@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import gymnasium
 import torch
 from torch import nn
 
@@ -24,6 +25,9 @@ class DeterministicPolicy(nn.Module):
     """``observation → (action, policy_action)`` of a feed-forward :class:`ActorCritic`, :class:`QNetwork` or
     :class:`SquashedGaussianPolicy` (the action evaluation games play: the mean, or the arg-max)."""
 
+    low: torch.Tensor      # buffers of a continuous policy: the action bounds ``(A,)``
+    high: torch.Tensor
+
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         if not isinstance(model, (ActorCritic, QNetwork, SquashedGaussianPolicy)):
@@ -35,6 +39,7 @@ class DeterministicPolicy(nn.Module):
         self.discrete = bool(model.discrete)
         if not self.discrete:
             space = model.action_space
+            assert isinstance(space, gymnasium.spaces.Box)
             self.register_buffer("low", torch.as_tensor(space.low, dtype=torch.float32).reshape(-1))
             self.register_buffer("high", torch.as_tensor(space.high, dtype=torch.float32).reshape(-1))
 
@@ -62,11 +67,14 @@ class DeterministicPolicy(nn.Module):
 def export_onnx(model: nn.Module, path: Path) -> Path:
     """Write ``model``'s deterministic policy to ``path`` (a batch dimension of any size); the path."""
     policy = DeterministicPolicy(model).eval()
-    example = torch.zeros((2, *model.batcher.shape), dtype=torch.uint8 if model.batcher.image else torch.float32)
+    batcher = policy.model.batcher
+    example = torch.zeros((2, *batcher.shape), dtype=torch.uint8 if batcher.image else torch.float32)
     batch = torch.export.Dim("batch")
     program = torch.onnx.export(policy, (example,), dynamo=True, input_names=["observation"],
                                 output_names=["action", "policy_action"], dynamic_shapes=({0: batch},),
                                 opset_version=OPSET, verbose=False)
+    if program is None:
+        raise RuntimeError("torch.onnx.export returned no program")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     program.save(str(path))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, TypeVar
 
 import gymnasium
 import numpy as np
@@ -86,9 +86,14 @@ class ModelSettings(Section):
                              f"(model.recurrent={self.recurrent!r})")
 
 
-def init_layer(layer: nn.Module, gain: float) -> nn.Module:
+Layer = TypeVar("Layer", nn.Linear, nn.Conv2d)
+
+
+def init_layer(layer: Layer, gain: float) -> Layer:
+    """``layer`` with orthogonal weights of ``gain`` and zero biases."""
     nn.init.orthogonal_(layer.weight, gain)
-    nn.init.zeros_(layer.bias)
+    if layer.bias is not None:
+        nn.init.zeros_(layer.bias)
     return layer
 
 
@@ -187,7 +192,7 @@ class ActorCritic(nn.Module):
         """Scale images to [0, 1]; normalize vectors (if configured)."""
         if self.batcher.image:
             return observation.float() / 255.0
-        if self.settings.normalize_observation:
+        if self.observation_normalizer is not None:       # model.normalize_observation
             return self.observation_normalizer(observation)
         return observation
 
@@ -230,6 +235,7 @@ class ActorCritic(nn.Module):
     def _recur(self, actor: torch.Tensor, critic: torch.Tensor, state: torch.Tensor
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Encoder features through the recurrent cores: actor and critic features and the next state ``(N, S)``."""
+        assert self.actor_core is not None, "a feed-forward network has no recurrent state"
         split = self.actor_core.state_size
         actor, actor_state = self.actor_core(actor, state[:, :split])
         if self.critic_core is None:
@@ -366,8 +372,10 @@ class ActorCritic(nn.Module):
         """One row of :meth:`act`'s output as the environment expects it (inside the bounds)."""
         if self.discrete:
             return int(action)
-        action = np.asarray(action, np.float32).reshape(self.action_space.shape)
-        low, high = self.action_space.low, self.action_space.high
+        space = self.action_space
+        assert isinstance(space, gymnasium.spaces.Box)
+        action = np.asarray(action, np.float32).reshape(space.shape)
+        low, high = space.low, space.high
         if self.settings.bound == "tanh":
             return (low + (np.tanh(action) + 1.0) * 0.5 * (high - low)).astype(np.float32)
         return np.clip(action, low, high)

@@ -15,6 +15,10 @@ class RunningNormalizer(nn.Module):
         epsilon: added to the variance.
     """
 
+    mean: torch.Tensor    # buffers: ``shape``, ``shape``, ``()``
+    var: torch.Tensor
+    count: torch.Tensor
+
     def __init__(self, shape: tuple[int, ...], clip: float = 10.0, epsilon: float = 1e-8) -> None:
         super().__init__()
         self.register_buffer("mean", torch.zeros(shape))

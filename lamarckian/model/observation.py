@@ -49,7 +49,7 @@ class ObservationBatcher:
     def __init__(self, space: gymnasium.Space) -> None:
         self.space = space
         self.image = is_image(space)
-        self.channels_last = self.image and space.shape[-1] < space.shape[0]
+        self.channels_last = self.image and space.shape is not None and space.shape[-1] < space.shape[0]
         self.plain_box = isinstance(space, gymnasium.spaces.Box) and not self.image
 
     @property
@@ -69,6 +69,7 @@ class ObservationBatcher:
         """Shape of one batched sample."""
         if self.image:
             shape = self.space.shape
+            assert shape is not None     # an image space is a Box
             return (shape[2], shape[0], shape[1]) if self.channels_last else tuple(shape)
         return (flat_size(self.space),)
 

@@ -71,7 +71,9 @@ class StackedPolicies:
             raise ValueError(f"expected observations for {self.count} policies, got {observations.shape[0]}")
         if self.template.batcher.image:
             return torch.vmap(self._one)(self.parameters, self.buffers, observations)
-        return self._mlp(observations, value=True)
+        outputs, values = self._mlp(observations, value=True)
+        assert values is not None
+        return outputs, values
 
     def _linear(self, name: str, x: torch.Tensor) -> torch.Tensor:
         weight, bias = self.parameters[f"{name}.weight"], self.parameters[f"{name}.bias"]
@@ -88,6 +90,7 @@ class StackedPolicies:
         x = observations.float()
         if model.settings.normalize_observation:
             normalizer = model.observation_normalizer
+            assert normalizer is not None
             mean = buffers["model.observation_normalizer.mean"].unsqueeze(1)
             var = buffers["model.observation_normalizer.var"].unsqueeze(1)
             x = ((x - mean) / torch.sqrt(var + normalizer.epsilon)).clamp(-normalizer.clip, normalizer.clip)

@@ -70,6 +70,8 @@ def pairwise_scores(own: EpisodeResult, others: Sequence[EpisodeResult]) -> list
     ranked = own.rank is not None and all(other.rank is not None for other in others)
 
     def key(result: EpisodeResult) -> float:
-        return -float(result.rank) if ranked else float(result.fitness)
+        if ranked:
+            return -float(result.rank or 0)       # every rank is set when ranked
+        return float(result.fitness or 0.0)
 
     return [1.0 if key(own) > key(other) else 0.5 if key(own) == key(other) else 0.0 for other in others]

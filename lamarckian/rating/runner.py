@@ -30,7 +30,7 @@ def run_tournament(config: Mapping[str, Any], entrants: Sequence[Entrant], games
     else:
         import ray
 
-        remote = ray.remote(num_cpus=sample.num_cpus)(actor)
+        remote: Any = ray.remote(num_cpus=sample.num_cpus)(actor)
         actors = [remote.remote(config, index) for index in range(sample.actors)]
     settings = rpc.RpcSettings.from_config(config)
     matches = schedule(len(entrants), games, seats)

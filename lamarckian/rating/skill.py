@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from openskill.models import PlackettLuce
+from openskill.models import PlackettLuce, PlackettLuceRating
 
 
 class SkillRating:
@@ -12,7 +12,7 @@ class SkillRating:
 
     def __init__(self) -> None:
         self.model = PlackettLuce()
-        self.ratings: dict[str, object] = {}
+        self.ratings: dict[str, PlackettLuceRating] = {}
 
     def rating(self, player: str) -> tuple[float, float]:
         current = self.ratings.setdefault(player, self.model.rating(name=player))

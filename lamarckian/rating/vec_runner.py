@@ -12,13 +12,14 @@ from rich.console import Console
 from rich.progress import Progress
 
 from ..mdp.vec import VecTask
+from ..model.network import ActorCritic
 from ..model.stacked import StackedPolicies
 from .runner import report
 from .tournament import Entrant, Tally, schedule
 from .vec_games import play_vec_matches
 
 
-def run_vec_tournament(task: VecTask, template: torch.nn.Module, entrants: Sequence[Entrant], games: int, out: Path,
+def run_vec_tournament(task: VecTask, template: ActorCritic, entrants: Sequence[Entrant], games: int, out: Path,
                        seed: int = 0) -> tuple[Tally, "object"]:
     """Every group of ``task.num_agents`` entrants plays ``games`` games (seating rotated) on ``task``; print,
     write and plot the ratings (multi-player Elo beside Bradley-Terry Elo for more than two seats)."""

@@ -64,6 +64,7 @@ def record_ring_match(task: AntRing, stacked: StackedPolicies, seating: Sequence
                     break
                 if steps > 2 * task.max_episode_length:
                     raise RuntimeError(f"{type(task).__name__}: the game did not end within {steps} steps")
+            assert picture is not None          # the first step draws one
             final = overlay(picture, [(f"after {steps / control_rate:.1f} s: {result_text(ranks, labels)}", WHITE)],
                             corner="bottom")
             for _ in range(round(HOLD_SECONDS * control_rate / every)):

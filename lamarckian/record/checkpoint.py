@@ -116,7 +116,8 @@ def process_rng_state() -> dict[str, Any]:
     plain values (``weights_only`` loads them)."""
     import random
 
-    kind, keys, position, has_gauss, gauss = np.random.get_state()
+    kind, keys, position, has_gauss, gauss = np.random.get_state(legacy=True)
+    assert not isinstance(keys, str)
     state: dict[str, Any] = {"torch": torch.get_rng_state(), "python": _plain_tuple(random.getstate()),
                              "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)),
                                        "position": int(position), "has_gauss": int(has_gauss), "gauss": float(gauss)}}

@@ -44,7 +44,7 @@ class CsvLog:
             self.columns = list(row)
             self.path.parent.mkdir(parents=True, exist_ok=True)
         stream = io.StringIO(newline="")
-        writer = csv.DictWriter(stream, self.columns, extrasaction="ignore")
+        writer = csv.DictWriter(stream, self.columns or list(row), extrasaction="ignore")
         if new:
             writer.writeheader()
         writer.writerow(row)

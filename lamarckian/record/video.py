@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import TracebackType
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -41,7 +41,8 @@ class VideoWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.frames = self.dropped = 0
         self._gif: list[np.ndarray] = []
-        self._container = self._stream = None
+        self._container: Any = None      # av's container and stream, from the first mp4 frame on
+        self._stream: Any = None
 
     def __enter__(self) -> "VideoWriter":
         return self

@@ -78,7 +78,7 @@ class Client:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            events = dict(self.poller.poll(None if left is None else left * 1000))
+            events = dict(self.poller.poll(None if left is None else round(left * 1000)))
             if self.monitor in events:
                 self._read_monitor()
             if self.socket in events:

@@ -31,10 +31,16 @@ class RemoteLink:
 
     def __init__(self, settings: RemoteSettings) -> None:
         self.settings = settings
-        self.client = Client(settings.server, settings.key, settings.server_key, settings.timeout, hwm=16)
+        if settings.server is None or settings.key is None or settings.server_key is None:
+            raise ValueError("rl.remote.server, rl.remote.key and rl.remote.server_key must be set to reach remote "
+                             "workers")
+        self.client: Client | None = Client(settings.server, settings.key, settings.server_key, settings.timeout,
+                                            hwm=16)
         self.server_stats: dict[str, Any] = {}
 
     def request(self, message: Mapping[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        if self.client is None:
+            raise RuntimeError("rl.remote.server: the connection was closed")
         try:
             return self.client.request(message, timeout)
         except ServerSilent as error:
@@ -57,8 +63,9 @@ class RemoteGather:
 
     def __init__(self, link: RemoteLink, model: torch.nn.Module, keep_fixed: bool) -> None:
         self.link, self.keep_fixed = link, keep_fixed
-        self.observation_shape = tuple(model.batcher.shape)
-        self.action_shape = () if model.discrete else tuple(model.action_space.shape)
+        network: Any = model          # an ActorCritic or an off-policy network: both have these
+        self.observation_shape = tuple(network.batcher.shape)
+        self.action_shape = () if network.discrete else tuple(network.action_space.shape)
         self.buffer: collections.deque[tuple[str, dict[str, Any]]] = collections.deque()
         self.workers: list[str] = []          # names seen, in order; last_index indexes it
         self.last_index = 0

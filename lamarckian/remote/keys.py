@@ -55,6 +55,8 @@ def load_pair(path: Path | str) -> tuple[bytes, bytes]:
     public, secret = _certificate(path)
     if not secret:
         raise ValueError(f"{path}: holds no secret key (give the NAME.key_secret file that keygen wrote)")
+    if not public:
+        raise ValueError(f"{path}: holds no public key")
     return public, secret
 
 

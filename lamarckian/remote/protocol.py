@@ -113,8 +113,9 @@ def check_gradient(wire: Any) -> dict[str, Any]:
     results = wire.get("results")
     if not isinstance(results, list) or len(results) > MAX_RESULTS:
         raise Malformed("gradient: 'results' must be a list")
-    checked = {"gradient": gradient, "version": integer(wire, "version"), "steps": integer(wire, "steps")}
-    if checked["steps"] < 0:
+    steps = integer(wire, "steps")
+    checked = {"gradient": gradient, "version": integer(wire, "version"), "steps": steps}
+    if steps < 0:
         raise Malformed("gradient: negative steps")
     try:
         checked["results"] = [EpisodeResult.of(EpisodeResult.from_wire(r).to_wire()).to_wire() for r in results]

@@ -132,9 +132,10 @@ class RelayServer:
         self.workers: dict[str, WorkerRecord] = {}
         self.queue: collections.deque[tuple[str, dict[str, Any], int]] = collections.deque()
         self.queued_bytes = 0
-        self.version, self.blob, self.extras = -1, np.zeros(0, np.float32), {}
+        self.version, self.blob = -1, np.zeros(0, np.float32)
+        self.extras: dict[str, Any] = {}
         self.pending_pull: tuple[bytes, int, int, float] | None = None   # (identity, id, max, deadline)
-        self.counters = collections.Counter()
+        self.counters: collections.Counter[str] = collections.Counter()
         self.running = True
 
     # ---- the loop ------------------------------------------------------------------------------------------
@@ -145,7 +146,7 @@ class RelayServer:
         shown = time.monotonic()
         while self.running:
             wait = 0.1 if self.pending_pull is None else max(0.0, min(0.1, self.pending_pull[3] - time.monotonic()))
-            if poller.poll(wait * 1000):
+            if poller.poll(round(wait * 1000)):
                 for _ in range(64):               # a burst, then the pull and the allow-list get their turn
                     try:
                         frames = self.socket.recv_multipart(zmq.NOBLOCK, copy=False)
@@ -172,7 +173,7 @@ class RelayServer:
     # ---- messages ------------------------------------------------------------------------------------------
     def _handle(self, frames: list[zmq.Frame]) -> None:
         identity, payload = frames[0].bytes, frames[1:]
-        key = payload[0].get("User-Id") if payload else ""
+        key = str(payload[0].get("User-Id")) if payload else ""
         trainer = key == self.trainer_key
         name = "trainer" if trainer else self.allow.name_of(key.encode())
         if name is None:                   # revoked or banned since it connected
@@ -287,7 +288,7 @@ class RelayServer:
         identity, request_id, most, deadline = self.pending_pull
         if not self.queue and not force and time.monotonic() < deadline:
             return
-        segments = []
+        segments: list[Any] = []
         while self.queue and len(segments) < most:
             name, segment, size = self.queue.popleft()
             self.queued_bytes -= size

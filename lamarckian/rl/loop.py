@@ -56,12 +56,13 @@ class Trainer:
     def begin_evaluation(self) -> None:
         """Start evaluating the current weights. Default: :meth:`evaluate` now (training waits); a trainer that
         evaluates beside training returns at once."""
-        self._finished_evaluation = self.evaluate()
+        self._finished_evaluation: dict[str, float] | None = self.evaluate()
 
     def evaluation_result(self, wait: bool = False) -> dict[str, float] | None:
         """The summary of the evaluation begun last once it is over, then None until the next one begins (also
         while it plays; ``wait``: block until it is over)."""
-        summary, self._finished_evaluation = getattr(self, "_finished_evaluation", None), None
+        summary: dict[str, float] | None = getattr(self, "_finished_evaluation", None)
+        self._finished_evaluation = None
         return summary
 
     def state_dict(self) -> dict[str, Any]:
@@ -179,6 +180,7 @@ class TrainingLoop:
 
     def _snapshot(self) -> None:
         trainer = self.trainer
+        assert self.snapshots is not None        # beside self.checkpoints
         self.snapshots.save(trainer.iteration, {"format": CHECKPOINT_FORMAT, "model": trainer.model_state(),
                                                 "iteration": trainer.iteration, "cost": trainer.cost,
                                                 "elapsed": trainer.elapsed})

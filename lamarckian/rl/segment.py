@@ -176,8 +176,8 @@ class Lane:
             part["states"] = self.states[0]
         if self.keep_next:
             following = [self.final_observations.pop(t, None) for t in range(length)]
-            part["next_observations"] = np.stack([self.observations[t + 1] if following[t] is None else following[t]
-                                                  for t in range(length)])
+            part["next_observations"] = np.stack([self.observations[t + 1] if seen is None else seen
+                                                  for t, seen in enumerate(following)])
             self.final_observations = {t - length: o for t, o in self.final_observations.items()}
         for name in ("observations", "actions", "log_probs", "values", "versions", "rewards", "dones", "truncated",
                      "final_values", "states"):
@@ -189,6 +189,7 @@ def stack_lanes(parts: list[dict[str, Any]], steps: int, results: list[EpisodeRe
     """Lane parts ``[T]`` side by side as one segment ``[T, L]``; ``version`` is the oldest."""
     following = np.stack([p["next_observations"] for p in parts], axis=1) if "next_observations" in parts[0] else None
     states = np.stack([p["states"] for p in parts]) if "states" in parts[0] else None
-    return Segment(**{name: np.stack([p[name] for p in parts], axis=1) for name in ARRAYS},
+    arrays: dict[str, Any] = {name: np.stack([p[name] for p in parts], axis=1) for name in ARRAYS}
+    return Segment(**arrays,
                    version=min(p["version"] for p in parts), steps=steps, results=results,
                    next_observations=following, states=states)

@@ -245,9 +245,9 @@ class Any(_Caller):
                     except RemoteError as error:
                         outcome = error
                     yield call, outcome
-                for ticket, error in died:
+                for ticket, death in died:
                     self._settled(ticket[0])
-                    yield in_flight.pop(ticket), error
+                    yield in_flight.pop(ticket), death
         finally:
             for connection, request_id in in_flight:
                 self._settled(connection)
@@ -330,6 +330,7 @@ class Gather:
         generation = self.link.next_id()
         self.link.generations[connection] = generation
         self._owed[connection] = self._held[connection] = 0
+        assert self._call is not None               # gathering
         self.link.post(connection, Kind.GATHER_START, generation, [*self._call, self.credits])
 
     def _stop(self) -> None:
@@ -344,9 +345,10 @@ class Gather:
             self.link.wait(self.link.request(live, Kind.GATHER_STOP))
         self.link.items.clear()
 
-    def receive(self, timeout: float | None = None) -> tuple[int, Value]:
-        """The next ``(actor index, result)``; raises ActorDiedError if a gathering actor dies, TimeoutError
-        after ``timeout`` seconds, RemoteError if the actor's method raised (its loop then stops)."""
+    def receive(self, timeout: float | None = None) -> tuple[int | None, Value]:
+        """The next ``(actor index, result)`` (index None: an actor removed since it sent it); raises
+        ActorDiedError if a gathering actor dies, TimeoutError after ``timeout`` seconds, RemoteError if the actor's
+        method raised (its loop then stops)."""
         if self._call is None:
             raise RuntimeError("not gathering: call gathering('method') first")
         deadline = None if timeout is None else time.monotonic() + timeout

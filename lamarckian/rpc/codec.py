@@ -65,7 +65,7 @@ class Encoder:
         return self._pack(msgpack.Packer(default=self._default, strict_types=True, use_bin_type=True), value)
 
     def _buffer(self, array: np.ndarray) -> int:
-        self.buffers.append(memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8)))
+        self.buffers.append(memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8)))  # type: ignore[arg-type]
         return len(self.buffers) - 1
 
     def _default(self, value: Any) -> Any:  # noqa: PLR0911 - one return per payload type
@@ -81,6 +81,7 @@ class Encoder:
         torch = _torch()
         if torch is not None and isinstance(value, torch.Tensor):
             return self._tensor(torch, value)
+        base: Any
         for base in (bool, int, float, str, bytes, list, dict):
             if isinstance(value, base):  # a subclass (IntEnum, OrderedDict...) travels as its base type
                 return base(value)

@@ -83,7 +83,7 @@ class Connection:
                 return
             if event["event"] & _DEATH_EVENTS and self.alive:
                 self.alive = False
-                self.death = zmq.Event(event["event"]).name.lower()
+                self.death = str(zmq.Event(event["event"]).name).lower()
 
     def close(self) -> None:
         """Close the sockets and the channel (idempotent)."""

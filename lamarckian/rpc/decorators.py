@@ -76,9 +76,9 @@ def _mark(cls: T, pattern: str) -> T:
     if not isinstance(cls, type):
         raise TypeError(f"@{pattern} decorates a class, not {cls!r}")
     setattr(cls, PATTERNS_ATTRIBUTE, frozenset(getattr(cls, PATTERNS_ATTRIBUTE, ())) | {pattern})
-    cls._lamarckian_rpc_start = _start
-    cls._lamarckian_rpc_stats = _stats
-    cls._lamarckian_rpc_release = _release
+    for name, method in (("_lamarckian_rpc_start", _start), ("_lamarckian_rpc_stats", _stats),
+                         ("_lamarckian_rpc_release", _release)):
+        setattr(cls, name, method)
     return cls
 
 

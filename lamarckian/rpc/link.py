@@ -53,7 +53,7 @@ def start_endpoints(actors: Sequence[Any], secret: bytes, settings: RpcSettings,
             children[position] = actor
             continue
         if handle_type is not None and isinstance(actor, handle_type):
-            remote[position] = actor._lamarckian_rpc_start.remote(secret, settings.to_mapping())
+            remote[position] = getattr(actor, "_lamarckian_rpc_start").remote(secret, settings.to_mapping())
             continue
         start = getattr(actor, "_lamarckian_rpc_start", None)
         if start is None:
@@ -262,7 +262,8 @@ class Link:
     def pump(self, timeout_ms: int | None) -> None:
         """Wait up to ``timeout_ms`` (None: up to :data:`MONITOR_PERIOD`) for traffic and dispatch everything
         that arrived; read the death reports when nothing came or the period is over."""
-        stashed = [connection for connection in self._local if connection.channel.pending()]
+        stashed = [connection for connection in self._local
+                   if connection.channel is not None and connection.channel.pending()]
         if stashed:         # messages read while a send waited: handle them without waiting
             timeout_ms = 0
         events = self._poller.poll(_MONITOR_MS if timeout_ms is None else min(timeout_ms, _MONITOR_MS))
@@ -282,6 +283,7 @@ class Link:
 
     def _drain(self, connection: Connection) -> None:
         """Dispatch every message waiting on a node-local connection; its closing marks the peer dead."""
+        assert connection.channel is not None      # a node-local connection
         try:
             for frames in connection.channel.drain():
                 self._dispatch(connection, frames)

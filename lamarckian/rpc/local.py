@@ -41,7 +41,7 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 import numpy as np
 
@@ -510,18 +510,18 @@ class Channel:
             if old is not None:
                 old.close()
             self._blocks[block] = known
-        known = self._blocks.get(block)
-        if known is None or nbytes > known.capacity:
+        found = self._blocks.get(block)
+        if found is None or nbytes > found.capacity:
             self._fail(f"a frame of {nbytes} bytes in unknown or smaller block {block}")
         try:
-            region = _Region(known.fd, nbytes, block, self._released)
+            region = _Region(found.fd, nbytes, block, self._released)
         except OSError as error:
             self._fail(f"a block that cannot be mapped: {error}")
-        return memoryview(np.asarray(region))
+        return memoryview(np.asarray(region))      # type: ignore[arg-type]  # numpy arrays are buffers
 
     # --- closing ------------------------------------------------------------------------------------
 
-    def _fail(self, why: str) -> None:
+    def _fail(self, why: str) -> NoReturn:
         self.close()
         raise ChannelClosed(why)
 

@@ -32,7 +32,7 @@ CLOSE_SECONDS = 5.0    # how long a child may take to close before it is killed
 PR_SET_NAME = 15        # prctl option: this thread's name, /proc/PID/comm
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")   # thread pools' sizes
 
-_context: multiprocessing.context.BaseContext | None = None
+_context: Any = None      # the multiprocessing context (forkserver where it exists), made by warm_up
 
 
 def _start_method() -> str:
@@ -196,4 +196,4 @@ def spawn(factory: Callable[..., Any], *args: Any, name: str | None = None, **kw
     """``factory(*args, **kwargs)`` (an ``@all/@any/@gather`` class, or a function returning an object of one)
     built in a new child process; the arguments travel to the child as the ``multiprocessing`` start method
     sends them (this machine only)."""
-    return ProcessActor(factory, args, kwargs, name or getattr(factory, "__qualname__", "actor"))
+    return ProcessActor(factory, args, kwargs, name or str(getattr(factory, "__qualname__", "actor")))

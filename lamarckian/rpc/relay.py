@@ -66,7 +66,7 @@ class RelayServer(ServingThread):
                     if sock is not self._socket:
                         self._target_readable(sock)
                         continue
-                    while sock.get(zmq.EVENTS) & zmq.POLLIN:
+                    while sock.get(zmq.EVENTS) & zmq.POLLIN:       # type: ignore[operator, arg-type]  # an int option
                         if not self._receive(sock):
                             return
         finally:
@@ -88,7 +88,7 @@ class RelayServer(ServingThread):
         for slot, target in enumerate(value["targets"]):
             connection = self._connect(target)
             if connection.alive:
-                sockets.send_frames(connection.socket, inner)
+                sockets.send_frames(connection.socket, list(inner))
                 self._pending[connection].append((job, slot))
             else:
                 self._complete(job, slot, DEAD)
@@ -204,7 +204,7 @@ class Relays:
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             strategy = NodeAffinitySchedulingStrategy(node_id=node, soft=False)
-            handle = ray.remote(num_cpus=0)(RelayActor).options(scheduling_strategy=strategy).remote()
+            handle: Any = ray.remote(num_cpus=0)(RelayActor).options(scheduling_strategy=strategy).remote()
             endpoint = ray.get(handle.start.remote(self.link.secret, self.link.settings.to_mapping()),
                                timeout=self.link.settings.start_timeout)
             connection = Connection(self.link.context, endpoint, self.link.settings, handle,

@@ -27,7 +27,7 @@ from .wire import HANDSHAKE_KINDS, Kind, Message, Trust, Wire
 
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
-_live_servers: "weakref.WeakSet[Server]" = weakref.WeakSet()
+_live_servers: "weakref.WeakSet[Server | ServingThread]" = weakref.WeakSet()
 
 
 @dataclasses.dataclass
@@ -98,7 +98,7 @@ class ServingThread:
         try:
             while True:
                 if self._idle_work_ready():
-                    while sock.get(_EVENTS) & _POLLIN:
+                    while sock.get(_EVENTS) & _POLLIN:       # type: ignore[operator]  # EVENTS is an int option
                         if not self._receive(sock):
                             return
                     with self._serial:
@@ -232,7 +232,9 @@ class Server(ServingThread):
                     with self._serial:
                         self._gather_step(self._local_loops, identity)
                 else:
-                    self._serve_locked(identity, channel.recv(None, self.settings.spin, adaptive=True), channel)
+                    message = channel.recv(None, self.settings.spin, adaptive=True)
+                    assert message is not None          # no timeout: a message or ChannelClosed
+                    self._serve_locked(identity, message, channel)
         except local.ChannelClosed:
             pass
         finally:

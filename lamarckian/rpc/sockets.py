@@ -25,7 +25,7 @@ def send_frames(socket: zmq.Socket, frames: list[Any]) -> None:
 def readable_frames(socket: zmq.Socket) -> Iterator[list[zmq.Frame]]:
     """Every message waiting on ``socket`` now, as frames (``recv_multipart(copy=False)`` without its per-frame
     option lookups)."""
-    while socket.get(_EVENTS) & _POLLIN:
+    while socket.get(_EVENTS) & _POLLIN:       # type: ignore[operator]  # EVENTS is an int option
         yield recv_frames(socket)
 
 

@@ -88,15 +88,15 @@ def test_other_mdp_settings_rebuild_environments_in_place_other_spaces_restart_a
     worker = PopulationLearner(SearchSpace.from_config(config).base, 0)
     try:
         worker.train({"id": 0, "hparams": {"mdp.idle_reward": 0.0}, "state": None, "seed": 0})
-        actors = list(worker.learner.actors)
+        actors = list(worker.learner.fleet.actors)
         worker.train({"id": 1, "hparams": {"mdp.idle_reward": 0.04, "mdp.pong.paddle_half": 0.2}, "state": None,
                       "seed": 1})
-        assert worker.learner.actors == actors  # the same actor process, its environments rebuilt
-        assert actors[0].mdp_config["idle_reward"] == 0.04
-        assert actors[0].mdps[0].settings.paddle_half == 0.2
+        assert worker.learner.fleet.actors == actors  # the same actor process, its environments rebuilt
+        assert actors[0].sampler.mdp_config["idle_reward"] == 0.04
+        assert actors[0].sampler.mdps[0].settings.paddle_half == 0.2
         with pytest.raises(ValueError, match="spaces"):
-            actors[0].set_mdp({**actors[0].mdp_config, "create": "coins"})
+            actors[0].set_mdp({**actors[0].sampler.mdp_config, "create": "coins"})
         worker.train({"id": 2, "hparams": {"mdp.create": "coins"}, "state": None, "seed": 2})
-        assert worker.learner.actors[0] is not actors[0]  # other spaces: fresh actors
+        assert worker.learner.fleet.actors[0] is not actors[0]  # other spaces: fresh actors
     finally:
         worker.close()

@@ -28,10 +28,10 @@ def test_a_numpy_client_s_agents_train_the_learner(tmp_path):
     learner = Learner(config)
     learner.start_actors()
     try:
-        with learner.gather.gathering("sample"):
+        with learner.fleet.gather.gathering("sample"):
             for _ in range(6):
                 learner.step()
-            batch = learner.actors[0].statistics()["batch"]
+            batch = learner.fleet.actors[0].statistics()["batch"]
     finally:
         learner.close()
     output, errors = client.communicate(timeout=60)

@@ -55,7 +55,7 @@ def test_lost_episodes_are_counted_by_the_learner_and_left_out_of_its_results(tm
     learner = Learner(config)
     learner.start_actors()
     try:
-        with learner.gather.gathering("sample"):
+        with learner.fleet.gather.gathering("sample"):
             stats = [learner.step() for _ in range(4)]
     finally:
         learner.close()

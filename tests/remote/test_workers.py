@@ -86,7 +86,7 @@ def test_workers_train_an_off_policy_learner_through_the_relay(server, tmp_path)
         assert "torch" in final["alice"]["imports"]
         assert final["bob"]["imports"] == ["onnxruntime"]
         assert final["bob"]["policy"] == "onnx"
-        assert learner.gather.counts["mismatched"] == 0
+        assert learner.fleet.gather.counts["mismatched"] == 0
         assert rogue.wait(30) == 2
         assert "refused the key" in rogue.stdout.read()
         assert server.server.statistics()["refused"] >= 1

@@ -145,7 +145,7 @@ def test_in_process_actors_leave_the_learners_process_settings_alone():
         learner.start_actors()
         try:
             assert torch.get_num_threads() == 2
-            assert len(learner.actors) == 2
+            assert len(learner.fleet.actors) == 2
             assert torch.equal(torch.rand(3), expected)       # building the model and the actors drew nothing
         finally:
             learner.close()

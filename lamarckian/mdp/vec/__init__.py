@@ -46,7 +46,8 @@ def task_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     band, ``spawn_yaw``, the ``physics`` joints and the ``reward`` weights (``reward.anneal`` belongs to the
     learner)."""
     physics = settings.get("physics") or {}
-    fields = {**{key: float(physics[key]) for key in ("kp", "kd", "armature", "damping") if key in physics},
+    fields: dict[str, Any] = {**{key: float(physics[key]) for key in ("kp", "kd", "armature", "damping")
+                                 if key in physics},
               **reward_settings(settings)}
     for flag in ("observe_time", "egocentric"):
         if flag in settings:

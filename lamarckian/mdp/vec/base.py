@@ -8,6 +8,7 @@ environments, then agent 1's, ...).
 from __future__ import annotations
 
 import abc
+from typing import Mapping
 
 import torch
 
@@ -17,7 +18,8 @@ class VecTask(abc.ABC):
 
     Attributes:
         num_envs, num_agents, num_obs, num_actions: sizes; ``max_episode_length``: control steps to a draw;
-        device: where every returned tensor lives.
+        device: where every returned tensor lives; dense_scale: multiplies the dense (shaping) rewards (a learner
+        anneals it to 0 under ``mdp.vec.reward.anneal``; a task without shaping rewards ignores it).
     """
 
     num_envs: int
@@ -26,6 +28,7 @@ class VecTask(abc.ABC):
     num_actions: int
     max_episode_length: int
     device: torch.device
+    dense_scale: float = 1.0
 
     @abc.abstractmethod
     def reset(self) -> torch.Tensor:
@@ -49,6 +52,11 @@ class VecTask(abc.ABC):
         """Restart the task's own random stream (spawn positions) at ``seed``: an evaluation that reseeds before
         its games replays the same spawns every time. Tasks without a stream of their own raise."""
         raise NotImplementedError(f"{type(self).__name__} cannot be reseeded")
+
+    def set_reward_weights(self, weights: Mapping[str, torch.Tensor]) -> None:
+        """Reward weights per environment, ``weights[field]`` ``(E,)`` (a vectorized population searching them);
+        tasks without reward weights raise."""
+        raise ValueError(f"{type(self).__name__} has no reward weights to set ({', '.join(weights)})")
 
     def close(self) -> None:
         """Release the physics (worker processes, compiled steps, a server connection)."""

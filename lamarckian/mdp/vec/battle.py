@@ -39,6 +39,8 @@ class AntBattle(AntRing):
     game ends at agent 0's elimination (``play_to_end`` false) the ants still standing share rank 1.
     """
 
+    settings: BattleSettings
+
     def __init__(self, num_envs: int, settings: BattleSettings | None = None, seed: int = 0) -> None:
         settings = settings or BattleSettings()
         if settings.ants < 2:

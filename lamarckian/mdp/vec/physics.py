@@ -15,7 +15,7 @@ from __future__ import annotations
 import mmap
 import signal
 from importlib.util import find_spec
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -26,7 +26,7 @@ BACKENDS = ("mujoco", "mjx")
 class PhysicsBatch(Protocol):
     """What a task needs from a physics backend (see the module docstring)."""
 
-    model: object          # the mujoco.MjModel the batch was compiled from
+    model: Any             # the mujoco.MjModel the batch was compiled from
     num_envs: int
     device: torch.device
 

@@ -20,7 +20,8 @@ from .scene import ANT_COLOURS
 def ant_colour(seat: int) -> tuple[str, tuple[int, int, int]]:
     """Seat ``seat``'s colour name and 8-bit RGB (as drawn in the scene)."""
     name, rgb = ANT_COLOURS[seat % len(ANT_COLOURS)]
-    return name, tuple(int(255 * c) for c in rgb)
+    red, green, blue = rgb
+    return name, (int(255 * red), int(255 * green), int(255 * blue))
 
 
 def no_opengl(error: BaseException) -> RuntimeError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Mapping
+from typing import Any, Mapping
 
 import torch
 
@@ -94,8 +94,9 @@ class AntRing(VecTask):
             if tuple(values.shape) != (self.num_envs,):
                 raise ValueError(f"{field}: expected one weight per environment ({self.num_envs},), "
                                  f"got {tuple(values.shape)}")
-        self.settings = dataclasses.replace(self.settings, **{field: values.to(self.device, torch.float32)[:, None]
-                                                               for field, values in weights.items()})
+        per_env: dict[str, Any] = {field: values.to(self.device, torch.float32)[:, None]    # (E, 1) broadcasts
+                                   for field, values in weights.items()}
+        self.settings = dataclasses.replace(self.settings, **per_env)
 
     def ring_radius(self) -> torch.Tensor:
         """The ring's radius in each environment ``(E,)`` (m); Ant Battle's shrinks."""

@@ -33,8 +33,13 @@ class UpdateRule(Protocol):
     """An on-policy algorithm's learning step, held by the fleet learner (see
     :class:`~lamarckian.rl.algorithms.ppo.PPO`)."""
 
-    lr: float
-    max_staleness: int       # segments more weight versions behind than this are dropped
+    @property
+    def lr(self) -> float:
+        """The learning rate now."""
+
+    @property
+    def max_staleness(self) -> int:
+        """Segments more weight versions behind than this are dropped."""
 
     def update(self, segments: list[Segment], version: int, cost: int) -> dict[str, float]:
         """Learn from ``segments`` (each ``[T, L]``) collected up to weight ``version``, after ``cost`` env steps;

@@ -118,6 +118,8 @@ class DQNAlgorithm(ReplayAlgorithm):
 
     def replay_update(self, model: torch.nn.Module, config: Mapping[str, Any]) -> DQN:
         train = TrainSettings.from_config(config)
+        if not isinstance(model, QNetwork):
+            raise TypeError(f"rl.algorithm=dqn learns a QNetwork, not a {type(model).__name__}")
         return DQN(model, DQNSettings.from_config(config), train.lr, train.grad_clip)
 
 
@@ -132,6 +134,8 @@ class SACAlgorithm(ReplayAlgorithm):
 
     def replay_update(self, model: torch.nn.Module, config: Mapping[str, Any]) -> SAC:
         train = TrainSettings.from_config(config)
+        if not isinstance(model, SquashedGaussianPolicy):
+            raise TypeError(f"rl.algorithm=sac learns a SquashedGaussianPolicy, not a {type(model).__name__}")
         return SAC(model, ModelSettings.from_config(config), SACSettings.from_config(config), train.lr,
                    train.grad_clip)
 

@@ -59,7 +59,8 @@ def optimizer_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, paramet
 @torch.no_grad()
 def polyak(target: nn.Module, source: nn.Module, tau: float) -> None:
     """``target ← (1 − tau) · target + tau · source`` for every parameter (tau 1: a copy)."""
-    targets, sources = list(target.parameters()), list(source.parameters())
+    targets: list[torch.Tensor] = list(target.parameters())
+    sources: list[torch.Tensor] = list(source.parameters())
     if tau >= 1.0:
         torch._foreach_copy_(targets, sources)
     else:

@@ -146,7 +146,8 @@ class PopulationPPO:
 
     def _clip(self, grads: dict[str, torch.Tensor]) -> torch.Tensor:
         """Scale each member's gradient to norm at most ``grad_clip`` (as ``clip_grad_norm_``); the norms ``(P,)``."""
-        squares = sum(g.reshape(self.count, -1).square().sum(1) for g in grads.values())
+        assert self.settings.grad_clip is not None, "clipped only with train.grad_clip set"
+        squares = torch.stack([g.reshape(self.count, -1).square().sum(1) for g in grads.values()]).sum(0)
         norms = squares.sqrt()
         scale = (self.settings.grad_clip / (norms + 1e-6)).clamp(max=1.0)
         for name, gradient in grads.items():

@@ -241,7 +241,7 @@ class PPO(OwnsAdam):
 
     def __init__(self, model: ActorCritic, settings: PPOSettings, seed: int = 0, ranks: Ranks | None = None) -> None:
         self.model, self.settings, self.ranks = model, settings, ranks
-        if ranks is not None and getattr(model, "state_size", 0):
+        if ranks is not None and model.state_size:
             raise ValueError("model.recurrent trains on one learner process (train.gpus: 1)")
         self.lr = settings.lr
         self.generator = torch.Generator().manual_seed(seed)   # the same on every rank: one global permutation
@@ -389,6 +389,7 @@ class PPO(OwnsAdam):
 
     def _scale(self, advantages: torch.Tensor, size: int) -> MinibatchScale:
         """The whole minibatch's size and advantage moments, this rank holding ``advantages`` of it."""
+        assert self.ranks is not None, "scaled over the ranks' minibatch only with train.gpus > 1"
         sums = self.ranks.sum(torch.stack([advantages.sum(), advantages.square().sum()]))
         mean = sums[0] / size
         variance = (sums[1] - size * mean.square()) / max(1, size - 1)

@@ -159,8 +159,8 @@ class ReplayBuffer:
         else:
             slots = self.tree.sample(count, self.random)
             probabilities = self.tree.priorities(slots) / self.tree.total()
-            weights = (self.size * probabilities) ** -self.beta
-            weights = (weights / weights.max()).astype(np.float32)
+            unscaled = (self.size * probabilities) ** -self.beta
+            weights = (unscaled / unscaled.max()).astype(np.float32)
         return {name: array[slots] for name, array in self.arrays.items()}, slots, weights
 
     def update_priorities(self, slots: np.ndarray, errors: np.ndarray) -> None:

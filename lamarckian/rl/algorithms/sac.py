@@ -37,7 +37,8 @@ class SAC(OwnsAdam):
         self.target_critics = copy.deepcopy(self.critics).requires_grad_(False)
         self.log_alpha = torch.tensor(float(np.log(settings.alpha)), device=device, requires_grad=True)
         self.target_entropy = -float(dimensions) if settings.target_entropy is None else settings.target_entropy
-        self.groups = [list(policy.parameters()), list(self.critics.parameters()), [self.log_alpha]]
+        self.groups: list[list[torch.Tensor]] = [list(policy.parameters()), list(self.critics.parameters()),
+                                                 [self.log_alpha]]
         self.updates = 0
 
     def _targets(self, batch: Mapping[str, torch.Tensor], alpha: torch.Tensor) -> torch.Tensor:

@@ -67,11 +67,11 @@ class A3CLearner(Learner):
     def _receive(self, timeout: float | None) -> dict[str, Any] | None:
         """The next gradient message (None: nothing within ``timeout``, or an actor died and was replaced)."""
         try:
-            message = self.gather(timeout)
+            message = self.fleet.gather(timeout)
         except TimeoutError:
             return None
         except rpc.ActorDiedError as error:
-            self._replace(error)
+            self.fleet.replace(error)
             return None
         gradient = message.get("gradient") if isinstance(message, Mapping) else None
         if not isinstance(gradient, np.ndarray) or gradient.shape != (self.size,) or gradient.dtype != np.float32 \
@@ -83,7 +83,10 @@ class A3CLearner(Learner):
     def step(self) -> dict[str, float]:
         """Apply every gradient that has arrived (waiting for the first), broadcast the weights."""
         started = time.monotonic()
-        steps, applied, norms, results, lags = 0, 0, [], [], []
+        steps, applied = 0, 0
+        norms: list[float] = []
+        results: list[EpisodeResult] = []
+        lags: list[int] = []
         for _ in range(self.segments_per_poll):
             message = self._receive(None if not applied else 0.001)
             if message is None:
@@ -103,14 +106,14 @@ class A3CLearner(Learner):
         self.iteration += 1
         self.cost += steps
         blob = to_blob(self.model)
-        self.call_all(lambda: self.everyone.broadcast("set_weights", self.version, blob))
+        self.fleet.call_all(lambda: self.fleet.everyone.broadcast("set_weights", self.version, blob))
         if results:
             self.training = summarize(results)
         elapsed = max(1e-9, time.monotonic() - started)
         return {"gradients": float(applied), "grad_norm": float(np.mean(norms)) if norms else 0.0,
                 "staleness": float(np.mean(lags)) if lags else 0.0, "staleness_max": float(max(lags, default=0)),
-                "dropped": float(self.stale), "malformed": float(self.malformed), "replaced": float(self.replaced),
-                "fps/overall": steps / elapsed}
+                "dropped": float(self.stale), "malformed": float(self.malformed),
+                "replaced": float(self.fleet.replaced), "fps/overall": steps / elapsed}
 
     def status(self, stats: Mapping[str, float]) -> dict[str, str]:
         fields = {"return": f"{self.training.get('return', math.nan):.3g}",

@@ -56,20 +56,24 @@ class BesideEvaluation:
         self._submit()
 
     def _submit(self) -> None:
+        assert self.job is not None, "no evaluation to submit"
         version, blob, pool, episodes, opponent = self.job
-        if self.caller is None:
+        caller = self.caller
+        if caller is None:
             self.actor = self.spawn()
-            self.caller = rpc.Any([self.actor], settings=self.settings)
-        self.preparing = [self.caller.submit("set_weights", version, blob)]   # one link: the calls run in order
+            caller = self.caller = rpc.Any([self.actor], settings=self.settings)
+        self.preparing = [caller.submit("set_weights", version, blob)]   # one link: the calls run in order
         if pool is not None:
-            self.preparing.append(self.caller.submit("set_pool", pool[0], pool[1]))
-        self.ticket = self.caller.submit("evaluate", episodes, opponent)
+            self.preparing.append(caller.submit("set_pool", pool[0], pool[1]))
+        self.ticket = caller.submit("evaluate", episodes, opponent)
 
     def _finish(self) -> list[dict[str, Any]]:
         """The evaluation's results, the replies of the calls before it taken too (blocks until they are in)."""
+        caller, evaluation = self.caller, self.ticket
+        assert caller is not None and evaluation is not None, "no evaluation in flight"
         for ticket in self.preparing:          # answered before the evaluation (one link, in order)
-            self.caller.result(ticket)
-        results = self.caller.result(self.ticket)
+            caller.result(ticket)
+        results = caller.result(evaluation)
         self.job = self.ticket = None
         self.preparing = []
         return results
@@ -77,7 +81,7 @@ class BesideEvaluation:
     def poll(self) -> list[dict[str, Any]] | None:
         """The finished evaluation's episode results (wire form), or None while it plays. Never blocks (an
         evaluation actor that died is replaced and the evaluation started again)."""
-        if self.job is None or self.ticket is None:
+        if self.job is None or self.ticket is None or self.caller is None:
             return None
         try:
             return self._finish() if self.caller.ready(self.ticket) else None

@@ -16,7 +16,7 @@ import logging
 import math
 import time
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Protocol
+from typing import Any, Iterator, Mapping, Protocol, cast
 
 import numpy as np
 import torch
@@ -33,27 +33,24 @@ from ...config.sections import (
     TrainSettings,
 )
 from ...model import ModelSettings, to_blob
+from ...model.policy_set import PolicySet
 from ...rating.results import POOL, RULE, SELF, EpisodeResult
-from ...record import Progress
 from ...record.checkpoint import upgrade_checkpoint
-from ...rpc import processes
-from ...rpc.sockets import running_ray
 from ...timeline import TIMELINE
 from ..algorithms import algorithm_of
+from ..algorithms.base import UpdateRule
 from ..algorithms.per_policy import PerPolicyUpdate
 from ..evaluator import Evaluator, summarize
 from ..loop import Trainer
 from ..segment import Segment, segments_of
 from ..selfplay.pool import OpponentPool, PoolSettings
-from . import ACTOR_MODULES
-from .actor import Actor
 from .beside import BesideEvaluation, Pool
-from .update_ranks import UpdateGroup, learner_network
+from .supervisor import EVALUATION_ACTOR, ActorFleet
+from .update_ranks import RankedUpdate, UpdateGroup, learner_network
 
 log = logging.getLogger(__name__)
 
 SNAPSHOT_ID_STRIDE = 1_000_000   # rl.policies: the k-th policy's pool numbers its snapshots from k × this
-EVALUATION_ACTOR = 1_000_000     # the index (seed stream) of the evaluation actor, apart from the fleet's
 
 
 def evaluation_shape(config: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -90,21 +87,16 @@ class Learner(Trainer):
 
     def __init__(self, config: Mapping[str, Any], connect_remote: RemoteConnect | None = None) -> None:
         self.connect_remote = connect_remote
+        ray_settings = RaySettings.from_config(config)
+        self.fleet = ActorFleet(self._actor_arguments, SampleSettings.from_config(config), ray_settings.local_mode,
+                                ray_settings.launch, rpc.RpcSettings.from_config(config))
         self.update_group: UpdateGroup | None = None    # train.gpus > 1: the other ranks of the update
         self.beside: BesideEvaluation | None = None     # the evaluation actor (started at the first evaluation)
         self.configure(config)
         self.version = 0
         self.training: dict[str, float] = {}
-        self.dropped = self.replaced = 0
+        self.dropped = 0
         self.environment_counts: collections.Counter[str] = collections.Counter()   # segments' counters, summed
-        self.progress = Progress(False)   # replacement notices (the loop's display is on stderr too)
-        self.actors: list[Any] = []
-        self.everyone: rpc.All | None = None
-        self.gather: rpc.Gather | None = None
-        self.spawned = 0
-        ray_settings = RaySettings.from_config(config)
-        self.local = ray_settings.local_mode
-        self.launch = ray_settings.launch
 
     def configure(self, config: Mapping[str, Any]) -> None:
         """(Re)build the network (initialized from ``config.seed``), PPO, the evaluator and the opponent pool from
@@ -118,13 +110,13 @@ class Learner(Trainer):
         self.model, self.seats, self.roles = learner_network(config)
         self.algorithm.check(self.model, self.seats, config)
         opponents = self.seats > 1 and not RLSettings.from_config(config).shared_seats    # other seats: snapshots
-        if opponents and getattr(self.model, "state_size", 0):
+        if opponents and int(getattr(self.model, "state_size", 0)):
             raise ValueError(f"model.recurrent={ModelSettings.from_config(config).recurrent} trains single-player MDPs "
                              "or "
                              f"rl.shared_seats games; this one has {self.seats} seats played by opponent snapshots "
                              "(they act in one stacked feed-forward pass)")
         self.build_update(config)
-        self.sample = SampleSettings.from_config(config)
+        self.sample = self.fleet.sample = SampleSettings.from_config(config)
         self.segments_per_poll = self.sample.actors * self.sample.credits   # at most in flight at once
         self.remote = RemoteSettings.from_config(config).server
         if self.remote is not None and self.connect_remote is None:
@@ -147,7 +139,8 @@ class Learner(Trainer):
         if self.roles is not None:
             if gpus > 1:
                 raise ValueError(f"train.gpus={gpus}: rl.policies (a policy per role) updates on one device")
-            self.update_rule = PerPolicyUpdate({
+            assert isinstance(self.model, PolicySet)      # a network per policy
+            self.update_rule: UpdateRule = PerPolicyUpdate({
                 name: self.algorithm.update_rule(member, self.roles.config_of(config, name))
                 for name, member in self.model.members()})
             return
@@ -156,8 +149,15 @@ class Learner(Trainer):
             raise ValueError(f"train.gpus={gpus}: rl.algorithm={self.algorithm.name} updates on one device (the "
                              "data-parallel update is PPO's and IMPALA's)")
         if self.update_group is not None:              # a new individual (evolve.py): the replicas follow
-            self.update_rule.ranks, self.update_group.ppo = self.update_group.ranks, self.update_rule
+            rule = self._ranked_rule()
+            rule.ranks, self.update_group.ppo = self.update_group.ranks, rule
             self.update_group.load(self.state_dict())
+
+    def _ranked_rule(self) -> RankedUpdate:
+        """The update rule as the data-parallel one it is (``train.gpus > 1`` was checked against the algorithm)."""
+        if not self.algorithm.data_parallel:
+            raise ValueError(f"rl.algorithm={self.algorithm.name} updates on one device")
+        return cast(RankedUpdate, self.update_rule)
 
     def set_lr(self, lr: float) -> None:
         """The learning rate from now on (evolve.py's searched ``train.lr``)."""
@@ -192,59 +192,44 @@ class Learner(Trainer):
         self.update_rule.load_state_dict(state)
         saved = state.get("pools") or {} if self.roles is not None else {"": state.get("pool")}
         for name, pool in self.pools.items():
-            if saved.get(name) is not None:
-                pool.load_state_dict(saved[name])
+            entry = saved.get(name)
+            if entry is not None:
+                pool.load_state_dict(entry)
         self.load_counters(state)
         if self.update_group is not None:
             self.update_group.load(state)
 
     # ---- actors --------------------------------------------------------------------------------------------
-    def _spawn(self, index: int | None = None) -> Any:
-        """A new actor from the current weights: a child process of this one (``ray.launch``: processes, or auto
-        while Ray is not running), a Ray actor, or (``ray.local_mode``) an object in this process whose RPC server
-        runs on a thread (debuggable with breakpoints). ``index``: its seed stream (None: the fleet's next)."""
+    def _actor_arguments(self, index: int) -> tuple[Any, ...]:
+        """What actor ``index`` is built from: the configuration, its seed stream, the current weights and version,
+        the opponent pools."""
         pools = {name: (pool.probabilities(), {i: s.blob for i, s in pool.snapshots.items()})
                  for name, pool in self.pools.items()}
-        if index is None:
-            index, self.spawned = self.spawned, self.spawned + 1
-        arguments = (dict(self.config), index, to_blob(self.model), self.version, pools)
-        if self.local:
-            return Actor(*arguments, own_process=False)
-        if self.launch == "processes" or (self.launch == "auto" and running_ray() is None):
-            processes.warm_up(ACTOR_MODULES)
-            name = "Evaluator" if index == EVALUATION_ACTOR else f"Actor{index}"
-            return processes.spawn(Actor, *arguments, name=name)
-        import ray
-
-        cpus = 0 if index == EVALUATION_ACTOR else self.sample.num_cpus   # it plays now and then: no CPU of its own
-        return ray.remote(num_cpus=cpus, max_restarts=0)(Actor).remote(*arguments)
+        return dict(self.config), index, to_blob(self.model), self.version, pools
 
     def start_actors(self) -> None:
         if self.remote is not None:            # workers on other machines, through the relay server
-            self.everyone, self.gather = self.connect_remote(self.config, self.model, self.learns_from_any_age)
+            if self.connect_remote is None:
+                raise ValueError("rl.remote.server: this learner was built without a way to reach remote workers")
+            self.fleet.attach(*self.connect_remote(self.config, self.model, self.learns_from_any_age))
             self.segments_per_poll = RemoteSettings.from_config(self.config).batch
-            self.everyone("set_weights", self.version, to_blob(self.model))    # the workers start from these
+            self.fleet.everyone("set_weights", self.version, to_blob(self.model))    # the workers start from these
             return
-        settings = rpc.RpcSettings.from_config(self.config)
-        self.actors = [self._spawn() for _ in range(self.sample.actors)]
-        self.everyone = rpc.connect_replacing(self.actors, lambda actors: rpc.All(actors, settings=settings),
-                                              self._spawn, self._discard)
-        self.gather = rpc.Gather(self.everyone, credits=self.gather_credits)
-        TIMELINE.mark("actors started and connected")
+        self.fleet.start(self.gather_credits)
 
     def publish(self) -> None:
         """Send the current weights and the opponent pool to every actor and wait. For a learner whose network
         was swapped (evolve.py): the version jumps past ``rl.ppo.max_staleness``, so segments still holding steps
         of the previous network are dropped as stale instead of being learned from."""
-        if self.everyone is None:
+        if not self.fleet.started:
             self.start_actors()
             return
         self.version += self.max_staleness + 1
-        blob = to_blob(self.model)
-        self.call_all(lambda: self.everyone("set_weights", self.version, blob))
+        blob, fleet = to_blob(self.model), self.fleet
+        fleet.call_all(lambda: fleet.everyone("set_weights", self.version, blob))
         for name, pool in self.pools.items():
             blobs = {i: s.blob for i, s in pool.snapshots.items()}
-            self.call_all(lambda: self.everyone("set_pool", pool.probabilities(), blobs, name))
+            fleet.call_all(lambda: fleet.everyone("set_pool", pool.probabilities(), blobs, name))
 
     def play_against(self, members: Mapping[int, np.ndarray]) -> None:
         """Self-play against a population: the opponent pool becomes exactly ``members`` (id → weight blob), drawn
@@ -257,56 +242,11 @@ class Learner(Trainer):
             pool.add(blob, self.iteration, snapshot_id=int(member_id))
         self.pool_frozen = True
 
-    def _replace(self, error: rpc.ActorDiedError) -> None:
-        """Swap a dead actor for a fresh one that starts from the current weights."""
-        dead = self.actors.pop(error.index)
-        self.gather.remove(dead)
-        self._kill(dead, graceful=False)
-        self.actors.append(rpc.join_new(self._spawn, self.gather.add, self._discard))
-        self.replaced += 1
-        self.progress.print(f"actor died ({error.actor}); replaced it ({self.replaced} so far)")
-
-    def call_all(self, action: Any) -> Any:
-        """Run ``action()`` (an All call or broadcast), replacing actors that die, until it succeeds."""
-        while True:
-            try:
-                return action()
-            except rpc.ActorDiedError as error:
-                self._replace(error)
-
-    def _discard(self, actor: Any) -> None:
-        """End an actor that died while starting (whatever is left of it)."""
-        self._kill(actor, graceful=False)
-
-    def _kill(self, actor: Any, graceful: bool = True) -> None:
-        """End ``actor``: ``graceful`` lets it close its environments first (the end of a run), else at once (a
-        dead or hung one)."""
-        if self.local:
-            actor.close()
-        elif isinstance(actor, processes.ProcessActor) and graceful:
-            actor.close()
-        elif isinstance(actor, processes.ProcessActor):
-            actor.kill()
-        else:
-            import ray
-
-            ray.kill(actor, no_restart=True)
-
     def close(self) -> None:
-        if self.remote is not None and self.everyone is not None:
-            self.everyone.close()
-        if self.gather is not None:
-            try:
-                self.gather.close()
-            except rpc.RPCError as error:
-                log.warning("closing the actors: %s", error)
-        for actor in self.actors:
-            self._kill(actor)
-        self.actors = []
+        self.fleet.close(remote=self.remote is not None)
         if self.beside is not None:
             self.beside.close()
             self.beside = None
-        self.everyone = self.gather = None
         if self.update_group is not None:
             self.update_group.close()
             self.update_group = None
@@ -315,15 +255,16 @@ class Learner(Trainer):
     def _collect(self) -> tuple[list[Segment], int, dict[str, list[EpisodeResult]]]:
         """Segments worth ``train.batch`` env steps (stale ones dropped), their env steps, the finished episodes per
         policy (every segment's, stale ones too)."""
-        segments, steps, results = [], 0, {}
-        limit = self.max_staleness
+        segments: list[Segment] = []
+        steps, results = 0, dict[str, list[EpisodeResult]]()
+        limit, gather = self.max_staleness, self.fleet.gather
         if self.remote is None:
-            self.gather.holding = self.synchronous
+            gather.holding = self.synchronous
         while steps < self.batch_steps:
             try:
-                message = segments_of(self.gather())
+                message = segments_of(gather())
             except rpc.ActorDiedError as error:
-                self._replace(error)
+                self.fleet.replace(error)
                 continue
             TIMELINE.mark("first segment at the learner")
             for segment in message:
@@ -334,8 +275,8 @@ class Learner(Trainer):
                     self.dropped += 1
                     continue
                 segments.append(segment)
-            if self.synchronous and self.gather.in_flight() * sum(s.steps for s in message) < self.batch_steps - steps:
-                self.gather.release(self.gather.last_index)     # those in flight cannot fill the batch: one more
+            if self.synchronous and gather.in_flight() * sum(s.steps for s in message) < self.batch_steps - steps:
+                gather.release(gather.last_index)     # those in flight cannot fill the batch: one more
         return segments, steps, results
 
     @property
@@ -367,7 +308,7 @@ class Learner(Trainer):
         if self.pools:
             self._update_pools(results)
         if self.synchronous:
-            self.gather.release()                     # after the weights and the pool: each link delivers them first
+            self.fleet.gather.release()            # after the weights and the pool: each link delivers them first
         training = summarize(results)
         for name in self.roles.names if self.roles is not None else ():
             training[f"fitness_{name}"] = summarize(results_of.get(name, []))["fitness"]
@@ -382,14 +323,14 @@ class Learner(Trainer):
         stats.update({"fps/sampling": steps / max(1e-9, collected - started),
                       "fps/learning": stats.get("samples", 0.0) / max(1e-9, updated - collected),
                       "fps/overall": steps / max(1e-9, updated - started), "dropped": float(self.dropped),
-                      "replaced": float(self.replaced)})
+                      "replaced": float(self.fleet.replaced)})
         return stats
 
     def _mark_first_update(self) -> None:
         """``--profile``: the first update and the earliest actor's first env step (asked once)."""
         if TIMELINE.enabled and "first update" not in TIMELINE.moments:
             TIMELINE.mark("first update")
-            firsts = [at for at in self.call_all(lambda: self.everyone("first_step")) if at is not None]
+            firsts = [at for at in self.fleet.call_all(lambda: self.fleet.everyone("first_step")) if at is not None]
             if firsts:
                 TIMELINE.mark("first env step (the earliest actor)", min(firsts))
 
@@ -397,7 +338,7 @@ class Learner(Trainer):
         """The environments' counters (``env/...``: a game server's lost episodes...) and the remote workers'
         (``remote/...``)."""
         counts = {f"env/{name}": float(value) for name, value in self.environment_counts.items()}
-        return {**counts, **self.gather.statistics()} if self.remote is not None else counts
+        return {**counts, **self.fleet.gather.statistics()} if self.remote is not None else counts
 
     def advance(self, steps: int) -> np.ndarray:
         """Count one iteration of ``steps`` env steps under a new weight version and broadcast the weights (without
@@ -410,13 +351,13 @@ class Learner(Trainer):
         """Send the current weights to every actor under a new version (without waiting); the weight blob."""
         self.version += 1
         blob = to_blob(self.model)
-        self.call_all(lambda: self.everyone.broadcast("set_weights", self.version, blob))
+        self.fleet.call_all(lambda: self.fleet.everyone.broadcast("set_weights", self.version, blob))
         return blob
 
     # ---- self-play -----------------------------------------------------------------------------------------
     def _member(self, model: torch.nn.Module, policy: str) -> torch.nn.Module:
         """``policy``'s network in ``model`` (the model itself with one policy for every seat)."""
-        return model[policy] if self.roles is not None else model
+        return model[policy] if isinstance(model, PolicySet) else model
 
     def _initial_pools(self, config: Mapping[str, Any]) -> dict[str, OpponentPool]:
         """A pool per policy with its first opponent: the initial policy, or the weights of
@@ -458,18 +399,18 @@ class Learner(Trainer):
                 snapshot = pool.add(to_blob(self._member(self.model, name)), self.iteration)
                 added[snapshot.id] = snapshot.blob
             probabilities = pool.probabilities()
-            self.call_all(lambda: self.everyone.broadcast("set_pool", probabilities, added, name))
+            self.fleet.call_all(lambda: self.fleet.everyone.broadcast("set_pool", probabilities, added, name))
 
     # ---- the run loop's view ------------------------------------------------------------------------------
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
         """Actors started (if not yet) and streaming segments while the loop runs."""
-        if self.gather is None:
+        if not self.fleet.started:
             self.start_actors()
         if self.update_group is None and TrainSettings.from_config(self.config).gpus > 1:
-            self.update_group = UpdateGroup(self.config, self.update_rule, self.local)
+            self.update_group = UpdateGroup(self.config, self._ranked_rule(), self.fleet.local)
             self.update_group.load(self.state_dict())
-        with self.gather.gathering("sample"):
+        with self.fleet.gather.gathering("sample"):
             yield
 
     def opening_line(self) -> str:
@@ -486,7 +427,7 @@ class Learner(Trainer):
         """``evaluator.episodes`` deterministic episodes split over the actors against ``evaluator.opponent``."""
         if self.evaluator.episodes <= 0:
             return {}
-        return self.call_all(lambda: self.evaluator.evaluate(self.everyone))
+        return self.fleet.call_all(lambda: self.evaluator.evaluate(self.fleet.everyone))
 
     @property
     def evaluates_beside(self) -> bool:
@@ -501,7 +442,7 @@ class Learner(Trainer):
             super().begin_evaluation()
             return
         if self.beside is None:
-            self.beside = BesideEvaluation(lambda: self._spawn(EVALUATION_ACTOR), self._kill,
+            self.beside = BesideEvaluation(lambda: self.fleet.spawn(EVALUATION_ACTOR), self.fleet.kill,
                                            rpc.RpcSettings.from_config(self.config))
         self.evaluator.started(self.cost)
         self.beside.start(self.version, to_blob(self.model), self.evaluator.episodes, self.evaluator.opponent,

@@ -71,18 +71,18 @@ class OffPolicyLearner(Learner):
         steps, results = 0, []
         for _ in range(self.segments_per_poll):
             try:
-                wire = self.gather(None if len(self.replay) < self.replay_settings.start else POLL_SECONDS)
+                wire = self.fleet.gather(None if len(self.replay) < self.replay_settings.start else POLL_SECONDS)
             except TimeoutError:
                 break
             except rpc.ActorDiedError as error:
-                self._replace(error)
+                self.fleet.replace(error)
                 continue
             segment = Segment.from_wire(wire)
             steps += segment.steps
             results.extend(segment.results)
             self.environment_counts.update(segment.counters)
             if segment.next_observations is None:
-                raise ValueError(f"actor {self.gather.last_index} sent a segment without next_observations")
+                raise ValueError(f"actor {self.fleet.gather.last_index} sent a segment without next_observations")
             if not segment.finite():
                 self.nonfinite += 1
                 continue
@@ -132,13 +132,13 @@ class OffPolicyLearner(Learner):
         self.advance(steps)
         if self.epsilon is not None:
             epsilon = self.epsilon.at(self.cost)
-            self.call_all(lambda: self.everyone.broadcast("set_exploration", epsilon))
+            self.fleet.call_all(lambda: self.fleet.everyone.broadcast("set_exploration", epsilon))
             stats["epsilon"] = epsilon
         if results:
             self.training = summarize(results)
         stats.update(self.fleet_statistics())
         stats.update({"updates": float(updates), "replay": float(len(self.replay)), "nonfinite": float(self.nonfinite),
-                      "replaced": float(self.replaced), "fps/sampling": steps / max(1e-9, received - started),
+                      "replaced": float(self.fleet.replaced), "fps/sampling": steps / max(1e-9, received - started),
                       "fps/learning": updates * self.replay_settings.batch / max(1e-9, updated - received),
                       "fps/overall": steps / max(1e-9, updated - started)})
         return stats
@@ -147,9 +147,9 @@ class OffPolicyLearner(Learner):
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
         """Actors started (if not yet) and streaming segments while the loop runs."""
-        if self.gather is None:
+        if not self.fleet.started:
             self.start_actors()
-        with self.gather.gathering("sample"):
+        with self.fleet.gather.gathering("sample"):
             yield
 
     def opening_line(self) -> str:

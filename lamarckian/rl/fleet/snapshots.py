@@ -1,5 +1,5 @@
 """One policy's opponent pool as an actor holds it: the snapshots' weights, their sampling probabilities, and the
-stacked servers that let all of them act in one forward."""
+stacked acting policies that let all of them act in one forward."""
 
 from __future__ import annotations
 
@@ -8,19 +8,20 @@ from typing import Mapping
 import numpy as np
 import torch
 
+from ...model import ActorCritic
 from ...model.stacked import StackedPolicies
 from ..acting import PopulationPolicy
 
 
-class SnapshotServers:
-    """The snapshots of one policy's pool (``set_pool``), as servers for an actor's batched inference.
+class PoolPolicies:
+    """The snapshots of one policy's pool (``set_pool``), as acting policies for an actor's batched inference.
 
     Args:
         template: a network of the policy's architecture (the snapshots' weights are loaded into stacked copies).
         generator: the actor's action stream (the sampling server draws from it).
     """
 
-    def __init__(self, template: torch.nn.Module, generator: torch.Generator) -> None:
+    def __init__(self, template: ActorCritic, generator: torch.Generator) -> None:
         self.template, self.generator = template, generator
         self.blobs: dict[int, np.ndarray] = {}
         self.ids: list[int] = []
@@ -50,9 +51,12 @@ class SnapshotServers:
         """``count`` members' indices drawn from the probabilities."""
         return [int(p) for p in random.choice(len(self.ids), size=count, p=self.probabilities)]
 
-    def server(self, mean: bool) -> PopulationPolicy | None:
-        """The server of the snapshots: playing their mean actions, or sampling."""
-        return self.mean if mean else self.sampling
+    def policy(self, mean: bool) -> PopulationPolicy:
+        """The snapshots playing their mean actions, or sampling (RuntimeError while the pool is empty)."""
+        chosen = self.mean if mean else self.sampling
+        if chosen is None:
+            raise RuntimeError("the opponent pool has no snapshots yet")
+        return chosen
 
     def newest(self) -> PopulationPolicy:
         """The newest snapshot alone, deterministic (evaluation against ``self``)."""

@@ -8,7 +8,7 @@ network. The actors that sample are unchanged: they act on CPUs anywhere in the 
 from __future__ import annotations
 
 import socket
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -20,6 +20,7 @@ from ...mdp import create_mdp
 from ...model import to_blob
 from ...model.network import seeded
 from ..algorithms import build_model
+from ..algorithms.base import UpdateRule
 from ..algorithms.ppo import PPO, PPOSettings
 from ..distributed import Ranks
 from ..policies import Roles, roles_of
@@ -29,7 +30,8 @@ from ..segment import ARRAYS, Segment
 def split_lanes(segments: Sequence[Segment], parts: int) -> list[Segment]:
     """The segments (``[T, L_i]`` each, one ``T``) joined along the lanes and cut into ``parts`` equal shares, rank
     ``r`` the ``r``-th (lanes beyond a multiple of ``parts`` are left out); each share's version is the oldest."""
-    joined = {name: np.concatenate([getattr(segment, name) for segment in segments], axis=1) for name in ARRAYS}
+    joined: dict[str, Any] = {name: np.concatenate([getattr(segment, name) for segment in segments], axis=1)
+                              for name in ARRAYS}
     lanes = joined["rewards"].shape[1] // parts
     if lanes < 1:
         raise ValueError(f"a batch of {joined['rewards'].shape[1]} lanes cannot be shared by {parts} ranks")
@@ -96,16 +98,25 @@ class UpdateRank:
         return to_blob(self.model)
 
 
+class RankedUpdate(UpdateRule, Protocol):
+    """A data-parallel update rule (:attr:`Algorithm.data_parallel`: PPO, IMPALA): its network, and the ranks its
+    gradients are averaged over (None: alone)."""
+
+    model: torch.nn.Module
+    ranks: Ranks | None
+
+
 class UpdateGroup:
     """The learner's side: it joins the group as rank 0 and drives the other ranks.
 
     Args:
         config: the run's configuration (``train.gpus`` ranks in all).
-        ppo: the learner's PPO (its network is rank 0's replica; it becomes data-parallel).
+        ppo: the learner's update rule (PPO's or IMPALA's; its network is rank 0's replica; it becomes
+            data-parallel).
         local: the other ranks are objects of this process (``--debug``): refused, a rank is a process.
     """
 
-    def __init__(self, config: Mapping[str, Any], ppo: PPO, local: bool) -> None:
+    def __init__(self, config: Mapping[str, Any], ppo: RankedUpdate, local: bool) -> None:
         import ray
 
         size = TrainSettings.from_config(config).gpus
@@ -116,7 +127,7 @@ class UpdateGroup:
         with socket.socket() as probe:
             probe.bind((host, 0))
             address = f"tcp://{host}:{probe.getsockname()[1]}"
-        remote = ray.remote(num_cpus=1, num_gpus=1 if device.type == "cuda" else 0, max_restarts=0)(UpdateRank)
+        remote: Any = ray.remote(num_cpus=1, num_gpus=1 if device.type == "cuda" else 0, max_restarts=0)(UpdateRank)
         self.handles = [remote.remote(dict(config), rank, size, address) for rank in range(1, size)]
         self.ranks = Ranks(0, size, address=address, own_gpu=True)
         self.ranks.join(self.ranks.backend(device.type), TrainSettings.from_config(config).rank_timeout)

@@ -104,6 +104,7 @@ class VecLearner(OpponentDraws, Trainer):
     def _join(self, vec: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
         """Join the ranks' group; this rank's ``mdp.vec`` section (its share of the environments, its device)."""
         ranks = self.ranks
+        assert ranks is not None, "joined only with train.ranks > 1"
         backend, device, num_envs = placement(vec)
         if num_envs % ranks.size:
             raise ValueError(f"mdp.vec.num_envs={num_envs} must be a multiple of the {ranks.size} ranks")
@@ -236,11 +237,11 @@ class VecLearner(OpponentDraws, Trainer):
         if self.ranks is not None:                                   # every rank records every rank's games
             counts = self.ranks.sum(torch.cat([outcomes.reshape(-1), returns]))
             outcomes, returns = counts[:outcomes.numel()].reshape(outcomes.shape), counts[outcomes.numel():]
-        returns = returns.cpu().numpy()                              # waits for the rollout on the device
+        episode_returns = returns.cpu().numpy()                      # waits for the rollout on the device
         rolled = time.monotonic()
         stats = self.update_rule.update([segment], self.version, self.cost)   # reads its statistics: a host sync
         stats.update({"time/rollout": rolled - started, "time/update": time.monotonic() - rolled})
-        self.record(outcomes.cpu().numpy(), returns)
+        self.record(outcomes.cpu().numpy(), episode_returns)
         self.version += 1
         self.iteration += 1
         steps = self.horizon * self.total_envs

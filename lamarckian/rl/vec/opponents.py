@@ -8,6 +8,8 @@ from typing import Mapping
 
 import torch
 
+from ...mdp.vec import VecTask
+
 
 def outcome_rows(extras: Mapping[str, torch.Tensor], device: torch.device) -> torch.Tensor:
     """``(E, 3)`` float on ``device``: agent 0's win, draw and loss flags of each environment's step."""
@@ -19,7 +21,7 @@ class OpponentDraws:
     ``opponent_mean`` ``(E,)`` bool. A subclass says how an opponent is drawn (:meth:`_draw`) and holds ``task``,
     ``generator``, ``device`` and ``mean_share`` (``rl.opponent.deterministic``)."""
 
-    task: object
+    task: VecTask
     generator: torch.Generator
     device: torch.device
     mean_share: float

@@ -292,7 +292,9 @@ class VecPopulationLearner(OpponentDraws, Trainer):
             self._redraw_finished(done)
         values[steps] = self.population.act(self.observations[:envs].reshape(size, member_envs, -1),
                                             self.generator)[2]
-        segments = [Segment(**{name: tensor[:, member] for name, tensor in buffers.items()},
+        member_buffers: list[dict[str, Any]] = [{name: tensor[:, member] for name, tensor in buffers.items()}
+                                                for member in range(size)]
+        segments = [Segment(**member_buffers[member],
                             values=values[:, member], truncated=zeros(steps, member_envs),
                             final_values=zeros(steps, member_envs), version=self.version,
                             steps=steps * member_envs) for member in range(size)]
@@ -304,8 +306,8 @@ class VecPopulationLearner(OpponentDraws, Trainer):
         started = time.monotonic()
         if self.anneal:
             self.task.dense_scale = max(0.0, 1.0 - self.cost / float(self.anneal))
-        segments, outcomes = self.rollout()
-        outcomes = outcomes.cpu().numpy()
+        segments, outcome_counts = self.rollout()
+        outcomes = outcome_counts.cpu().numpy()
         rolled = time.monotonic()
         batches = [ppo.prepare([segment], self.version) for ppo, segment in zip(self.preparers, segments)]
         member_stats = self.population.optimize(batches, self.cost)
@@ -352,7 +354,9 @@ class VecPopulationLearner(OpponentDraws, Trainer):
                 self.tally.add_counts(member, opponent, wins, draws, losses)
                 if key[0] != "initial":
                     record = self.records.setdefault(key, np.zeros((2, self.size)))
-                    record[:, member] = fold_decayed(*record[:, member], *outcome_score(wins, draws, losses), decay)
+                    decayed_score, decayed_games = record[:, member]
+                    record[:, member] = fold_decayed(decayed_score, decayed_games, *outcome_score(wins, draws, losses),
+                                                     decay)
         for member in range(self.size):
             self.scores[member].add_outcomes(*outcomes[member].sum(0))
             self.initial_scores[member].add_outcomes(*outcomes[member, -1])

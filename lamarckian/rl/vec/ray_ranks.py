@@ -61,7 +61,8 @@ def train_on_ranks(config: Mapping[str, Any], root: Path, size: int, gpus: float
     KeyboardInterrupt goes on."""
     import ray
 
-    remote = ray.remote(num_cpus=cpus, num_gpus=gpus, max_restarts=0, max_concurrency=2)(RankWorker)
+    options: dict[str, Any] = {"num_cpus": cpus, "num_gpus": gpus, "max_restarts": 0, "max_concurrency": 2}
+    remote: Any = ray.remote(**options)(RankWorker)
     workers = [remote.remote(dict(config), rank, size, gpus >= 1) for rank in range(size)]
     try:
         address = ray.get(workers[0].endpoint.remote())

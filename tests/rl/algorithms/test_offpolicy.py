@@ -182,15 +182,15 @@ def test_a_killed_actor_is_replaced_and_the_buffer_kept(ray_local, tmp_path):
         with learner.running():
             while learner.replay_update.updates < 5:
                 learner.step()
-            victim = learner.actors[0]
+            victim = learner.fleet.actors[0]
             pid = ray_local.get(victim.__ray_call__.remote(lambda actor: os.getpid()))
             stored = len(learner.replay)
             os.kill(pid, signal.SIGKILL)
-            while learner.replaced == 0 or learner.iteration < 20:
+            while learner.fleet.replaced == 0 or learner.iteration < 20:
                 learner.step()
                 assert len(learner.replay) >= stored
-            assert victim not in learner.actors
-            assert len(learner.actors) == 2
+            assert victim not in learner.fleet.actors
+            assert len(learner.fleet.actors) == 2
             assert len(learner.replay) > stored
     finally:
         learner.close()

@@ -39,16 +39,16 @@ def test_without_ray_the_actors_are_child_processes_and_a_killed_one_is_replaced
     learner = Learner(config)
     learner.start_actors()
     try:
-        assert all(isinstance(actor, ProcessActor) for actor in learner.actors)
-        with learner.gather.gathering("sample"):
+        assert all(isinstance(actor, ProcessActor) for actor in learner.fleet.actors)
+        with learner.fleet.gather.gathering("sample"):
             learner.step()
-            victim = learner.actors[0]
+            victim = learner.fleet.actors[0]
             os.kill(victim.pid, signal.SIGKILL)
             for _ in range(5):
                 learner.step()
-            assert learner.replaced == 1
-            assert victim not in learner.actors
-            summary = learner.evaluator.evaluate(learner.everyone)    # the replacement answers calls too
+            assert learner.fleet.replaced == 1
+            assert victim not in learner.fleet.actors
+            summary = learner.evaluator.evaluate(learner.fleet.everyone)    # the replacement answers calls too
         assert summary["episodes"] == config["evaluator"]["episodes"]
     finally:
         learner.close()
@@ -58,7 +58,7 @@ def test_without_ray_the_actors_are_child_processes_and_a_killed_one_is_replaced
 def test_closing_the_learner_ends_its_actor_processes(tmp_path):
     learner = Learner(load(["mdp/gym.yml"], [*SMALL, f"root={tmp_path}", "ray.launch=processes"]))
     learner.start_actors()
-    actors = list(learner.actors)
+    actors = list(learner.fleet.actors)
     learner.close()
     assert not any(actor.alive() for actor in actors)
 

@@ -28,17 +28,17 @@ def test_sigkilled_actor_is_replaced_and_training_goes_on(ray_local, tmp_path):
     learner = Learner(config)
     learner.start_actors()
     try:
-        with learner.gather.gathering("sample"):
+        with learner.fleet.gather.gathering("sample"):
             learner.step()
-            victim = learner.actors[0]
+            victim = learner.fleet.actors[0]
             pid = ray_local.get(victim.__ray_call__.remote(lambda actor: os.getpid()))
             os.kill(pid, signal.SIGKILL)
             for _ in range(6):
                 learner.step()
-            assert learner.replaced == 1
-            assert victim not in learner.actors
-            assert len(learner.actors) == 2
-            summary = learner.evaluator.evaluate(learner.everyone)  # the replacement answers calls too
+            assert learner.fleet.replaced == 1
+            assert victim not in learner.fleet.actors
+            assert len(learner.fleet.actors) == 2
+            summary = learner.evaluator.evaluate(learner.fleet.everyone)  # the replacement answers calls too
             assert summary["episodes"] == config["evaluator"]["episodes"]
         assert learner.iteration == 7
         assert learner.cost >= 7 * 256

@@ -1,0 +1,151 @@
+"""The learner's actors as one supervised fleet: started, reached through one ``All`` and one ``Gather``, a dead
+actor replaced by a fresh one, everything ended at the close.
+
+An actor runs as a child process of the learner (``ray.launch: processes``, or auto while Ray is not running), as a
+Ray actor, or (``ray.local_mode``) as an object in the learner's process whose RPC server runs on a thread. The
+learner says what a new actor is built from (:data:`ActorArguments`: the current weights, version and pools), so a
+replacement starts where the fleet is.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from ... import rpc
+from ...config.sections import SampleSettings
+from ...record import Progress
+from ...rpc import processes
+from ...rpc.sockets import running_ray
+from ...timeline import TIMELINE
+from . import ACTOR_MODULES
+from .actor import Actor
+
+log = logging.getLogger(__name__)
+
+EVALUATION_ACTOR = 1_000_000     # the index (seed stream) of the evaluation actor, apart from the fleet's
+
+#: what a new actor of index ``i`` is built from: ``Actor(*arguments(i))``
+ActorArguments = Callable[[int], tuple[Any, ...]]
+
+
+class ActorFleet:
+    """``sample.actors`` actors behind one ``All`` (:attr:`everyone`) and one ``Gather`` (:attr:`gather`), or the
+    remote workers' pair (:meth:`attach`).
+
+    Args:
+        arguments: what actor ``i`` is built from (the learner's current weights...).
+        sample: ``sample`` (the number of actors, their CPUs).
+        local: ``ray.local_mode`` (actors are objects in this process).
+        launch: ``ray.launch`` (processes | ray | auto).
+        rpc_settings: the ``rpc`` section the links use.
+    """
+
+    def __init__(self, arguments: ActorArguments, sample: SampleSettings, local: bool, launch: str,
+                 rpc_settings: rpc.RpcSettings) -> None:
+        self.arguments, self.sample, self.local, self.launch = arguments, sample, local, launch
+        self.rpc_settings = rpc_settings
+        self.actors: list[Any] = []
+        self._everyone: Any = None          # rpc.All, or the remote workers' (None until started)
+        self._gather: Any = None            # rpc.Gather, or the remote workers'
+        self.spawned = 0                    # actors made so far: the next one's seed stream
+        self.replaced = 0                   # dead actors replaced
+        self.progress = Progress(False)     # replacement notices (the loop's display is on stderr too)
+
+    @property
+    def started(self) -> bool:
+        return self._everyone is not None
+
+    @property
+    def everyone(self) -> Any:
+        """Every actor's ``All`` (:meth:`start` or :meth:`attach` made it)."""
+        if self._everyone is None:
+            raise RuntimeError("the actors are not started (call start_actors() first)")
+        return self._everyone
+
+    @property
+    def gather(self) -> Any:
+        """The ``Gather`` of the actors' segments."""
+        if self._gather is None:
+            raise RuntimeError("the actors are not started (call start_actors() first)")
+        return self._gather
+
+    def spawn(self, index: int | None = None) -> Any:
+        """A new actor: ``index`` is its seed stream (None: the fleet's next)."""
+        if index is None:
+            index, self.spawned = self.spawned, self.spawned + 1
+        arguments = self.arguments(index)
+        if self.local:
+            return Actor(*arguments, own_process=False)
+        if self.launch == "processes" or (self.launch == "auto" and running_ray() is None):
+            processes.warm_up(ACTOR_MODULES)
+            name = "Evaluator" if index == EVALUATION_ACTOR else f"Actor{index}"
+            return processes.spawn(Actor, *arguments, name=name)
+        import ray
+
+        cpus = 0 if index == EVALUATION_ACTOR else self.sample.num_cpus   # it plays now and then: no CPU of its own
+        return ray.remote(num_cpus=cpus, max_restarts=0)(Actor).remote(*arguments)
+
+    def start(self, segments_in_flight: int) -> None:
+        """Start ``sample.actors`` actors and connect them; each may have ``segments_in_flight`` at once."""
+        self.actors = [self.spawn() for _ in range(self.sample.actors)]
+        self._everyone = rpc.connect_replacing(self.actors, lambda actors: rpc.All(actors, settings=self.rpc_settings),
+                                               self.spawn, self.discard)
+        self._gather = rpc.Gather(self._everyone, credits=segments_in_flight)
+        TIMELINE.mark("actors started and connected")
+
+    def attach(self, everyone: Any, gather: Any) -> None:
+        """Use the remote workers' ``All`` and ``Gather`` (``rl.remote.server``) instead of actors of its own."""
+        self._everyone, self._gather = everyone, gather
+
+    def replace(self, error: rpc.ActorDiedError) -> None:
+        """Swap a dead actor for a fresh one that starts from the current weights."""
+        if error.index is None:           # no longer one of the fleet's: nothing to replace
+            log.warning("actor died (%s) after it left the fleet", error.actor)
+            return
+        dead = self.actors.pop(error.index)
+        self.gather.remove(dead)
+        self.kill(dead, graceful=False)
+        self.actors.append(rpc.join_new(self.spawn, self.gather.add, self.discard))
+        self.replaced += 1
+        self.progress.print(f"actor died ({error.actor}); replaced it ({self.replaced} so far)")
+
+    def call_all(self, action: Callable[[], Any]) -> Any:
+        """Run ``action()`` (an All call or broadcast), replacing actors that die, until it succeeds."""
+        while True:
+            try:
+                return action()
+            except rpc.ActorDiedError as error:
+                self.replace(error)
+
+    def discard(self, actor: Any) -> None:
+        """End an actor that died while starting (whatever is left of it)."""
+        self.kill(actor, graceful=False)
+
+    def kill(self, actor: Any, graceful: bool = True) -> None:
+        """End ``actor``: ``graceful`` lets it close its environments first (the end of a run), else at once (a
+        dead or hung one)."""
+        if self.local:
+            actor.close()
+        elif isinstance(actor, processes.ProcessActor) and graceful:
+            actor.close()
+        elif isinstance(actor, processes.ProcessActor):
+            actor.kill()
+        else:
+            import ray
+
+            ray.kill(actor, no_restart=True)
+
+    def close(self, remote: bool) -> None:
+        """End every actor (``remote``: close the link to the remote workers instead)."""
+        if remote and self._everyone is not None:
+            self._everyone.close()
+        if self._gather is not None:
+            try:
+                self._gather.close()
+            except rpc.RPCError as error:
+                log.warning("closing the actors: %s", error)
+        for actor in self.actors:
+            self.kill(actor)
+        self.actors = []
+        self._everyone = self._gather = None
