@@ -51,13 +51,13 @@ def test_ppo_drops_stale_and_exported_policy_segments(server):
         assert [float(s.observations[0, 0, 0]) for s in segments] == [3.0]
         assert learner.dropped == 1
         assert steps == 16                           # version 7 is 3 behind
-        stats = learner.fleet_statistics()
+        stats = learner.fleet.statistics()
         assert stats["remote/fixed_dropped"] == 1
         assert stats["remote/mismatched"] == 0
         for fill in (5.0, 6.0):
             alice.request({"op": "segment", "have": 0, "imports": [], "segment": cartpole_segment(10, fill)})
         assert [float(s.observations[0, 0, 0]) for s in learner._collect()[0]] == [5.0, 6.0]
-        assert learner.fleet_statistics()["remote/mismatched"] == 1
+        assert learner.fleet.statistics()["remote/mismatched"] == 1
     finally:
         learner.close()
 

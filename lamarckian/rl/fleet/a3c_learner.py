@@ -27,14 +27,22 @@ class A3CLearner(Learner):
     def build_update(self, config: Mapping[str, Any]) -> None:
         train = TrainSettings.from_config(config)
         self.parameters = list(self.model.parameters())
-        self.size = sum(p.numel() for p in self.parameters)
         self.optimizer = torch.optim.Adam(self.parameters, lr=train.lr)
-        self.lr, self.grad_clip = train.lr, train.grad_clip
+        self.grad_clip = train.grad_clip
         self.staleness_limit = PPOSettings.from_config(config).max_staleness
         self.stale = self.malformed = 0
 
+    @property
+    def lr(self) -> float:
+        """The learning rate now."""
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    @property
+    def size(self) -> int:
+        """The length of a gradient: the network's parameters, flat."""
+        return sum(p.numel() for p in self.parameters)
+
     def set_lr(self, lr: float) -> None:
-        self.lr = lr
         for group in self.optimizer.param_groups:
             group["lr"] = lr
 

@@ -7,8 +7,9 @@ from typing import Any, Mapping
 
 from ..algorithms import algorithm_of
 from .a3c_learner import A3CLearner
-from .learner import Learner, RemoteConnect
+from .learner import Learner
 from .replay_learner import OffPolicyLearner
+from .supervisor import RemoteConnect
 
 LEARNERS: dict[str, type[Learner]] = {"on_policy": Learner, "gradients": A3CLearner, "replay": OffPolicyLearner}
 

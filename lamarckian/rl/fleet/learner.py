@@ -8,21 +8,15 @@ when to evaluate, records and checkpoints are the run loop's (:mod:`.loop`).
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import copy
-import dataclasses
 import logging
 import math
 import time
-from pathlib import Path
-from typing import Any, Iterator, Mapping, Protocol, cast
+from typing import Any, Iterator, Mapping, cast
 
 import numpy as np
-import torch
 
 from ... import rpc
-from ...config import lookup
 from ...config.sections import (
     EvaluatorSettings,
     MDPSettings,
@@ -35,7 +29,6 @@ from ...config.sections import (
 from ...model import ModelSettings, to_blob
 from ...model.policy_set import PolicySet
 from ...rating.results import POOL, RULE, SELF, EpisodeResult
-from ...record.checkpoint import upgrade_checkpoint
 from ...timeline import TIMELINE
 from ..algorithms import algorithm_of
 from ..algorithms.base import UpdateRule
@@ -43,9 +36,8 @@ from ..algorithms.per_policy import PerPolicyUpdate
 from ..evaluator import Evaluator, summarize
 from ..loop import Trainer
 from ..segment import Segment, segments_of
-from ..selfplay.pool import OpponentPool, PoolSettings
-from .beside import BesideEvaluation, Pool
-from .supervisor import EVALUATION_ACTOR, ActorFleet
+from .policy_pools import PolicyPools
+from .supervisor import ActorFleet, RemoteConnect
 from .update_ranks import RankedUpdate, UpdateGroup, learner_network
 
 log = logging.getLogger(__name__)
@@ -59,14 +51,6 @@ def evaluation_shape(config: Mapping[str, Any]) -> tuple[Any, ...]:
     rl = RLSettings.from_config(config)
     return (MDPSettings.from_config(config), ModelSettings.from_config(config), rl.algorithm, rl.policies,
             SampleSettings.from_config(config).envs)
-
-
-class RemoteConnect(Protocol):
-    """How the learner reaches the remote workers of ``rl.remote.server`` (:func:`lamarckian.remote.fleet.connect`):
-    their ``All`` (``set_weights``, ``evaluate``...) and their ``Gather`` of segments; ``keep_fixed``: segments of
-    fixed-weight (ONNX) workers are learned from too (off-policy learners)."""
-
-    def __call__(self, config: Mapping[str, Any], model: torch.nn.Module, keep_fixed: bool) -> tuple[Any, Any]: ...
 
 
 def seats_text(seats: list[int]) -> str:
@@ -86,25 +70,21 @@ class Learner(Trainer):
     learns_from_any_age = False   # segments of any age are useful (replay): remote ONNX workers' segments too
 
     def __init__(self, config: Mapping[str, Any], connect_remote: RemoteConnect | None = None) -> None:
-        self.connect_remote = connect_remote
         ray_settings = RaySettings.from_config(config)
         self.fleet = ActorFleet(self._actor_arguments, SampleSettings.from_config(config), ray_settings.local_mode,
-                                ray_settings.launch, rpc.RpcSettings.from_config(config))
+                                ray_settings.launch, rpc.RpcSettings.from_config(config), connect_remote)
         self.update_group: UpdateGroup | None = None    # train.gpus > 1: the other ranks of the update
-        self.beside: BesideEvaluation | None = None     # the evaluation actor (started at the first evaluation)
         self.configure(config)
         self.version = 0
         self.training: dict[str, float] = {}
         self.dropped = 0
-        self.environment_counts: collections.Counter[str] = collections.Counter()   # segments' counters, summed
 
     def configure(self, config: Mapping[str, Any]) -> None:
         """(Re)build the network (initialized from ``config.seed``), PPO, the evaluator and the opponent pool from
         ``config``; counters restart at 0. Running actors are kept: the caller sends them the new weights.
         (evolve.py's learners call this for each individual they train.)"""
-        if self.beside is not None and evaluation_shape(config) != evaluation_shape(self.config):
-            self.beside.close()                          # its MDP and network were the previous config's
-            self.beside = None
+        if hasattr(self, "config") and evaluation_shape(config) != evaluation_shape(self.config):
+            self.fleet.close_evaluation()                # its MDP and network were the previous config's
         self.config = config
         self.algorithm = algorithm_of(config)
         self.model, self.seats, self.roles = learner_network(config)
@@ -118,8 +98,8 @@ class Learner(Trainer):
         self.build_update(config)
         self.sample = self.fleet.sample = SampleSettings.from_config(config)
         self.segments_per_poll = self.sample.actors * self.sample.credits   # at most in flight at once
-        self.remote = RemoteSettings.from_config(config).server
-        if self.remote is not None and self.connect_remote is None:
+        self.fleet.remote = RemoteSettings.from_config(config).server
+        if self.remote is not None and self.fleet.connect_remote is None:
             raise ValueError("rl.remote.server: this learner was built without a way to reach remote workers (train.py "
                              "gives it lamarckian.remote.fleet.connect)")
         if self.remote is not None and self.seats > 1:
@@ -129,8 +109,12 @@ class Learner(Trainer):
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         self.iteration = self.cost = 0
         self.elapsed = 0.0
-        self.pools = self._initial_pools(config) if opponents else {}   # per policy ("": one for every seat)
-        self.pool_frozen = False
+        self.pools = PolicyPools(config, self.model, self.roles.names if self.roles is not None else None, opponents)
+
+    @property
+    def remote(self) -> str | None:
+        """``rl.remote.server``: the learner trains from remote workers (None: from actors of its own)."""
+        return self.fleet.remote
 
     def build_update(self, config: Mapping[str, Any]) -> None:
         """The algorithm's update rule on ``self.model`` (and, PPO on several GPUs, its replicas); with
@@ -180,9 +164,8 @@ class Learner(Trainer):
 
     def state_dict(self) -> dict[str, Any]:
         """Weights (normalizers included), optimizer and lr, the opponent pool, counters."""
-        pools = {name: pool.state_dict() for name, pool in self.pools.items()}
-        kept = {"pools": pools} if self.roles is not None else {"pool": pools.get("")}     # one pool: format 1's key
-        return {"model": self.model.state_dict(), **self.update_rule.state_dict(), **kept, **self.counters()}
+        return {"model": self.model.state_dict(), **self.update_rule.state_dict(), **self.pools.state_dict(),
+                **self.counters()}
 
     def model_state(self) -> dict[str, Any]:
         return self.model.state_dict()
@@ -190,11 +173,7 @@ class Learner(Trainer):
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
         self.update_rule.load_state_dict(state)
-        saved = state.get("pools") or {} if self.roles is not None else {"": state.get("pool")}
-        for name, pool in self.pools.items():
-            entry = saved.get(name)
-            if entry is not None:
-                pool.load_state_dict(entry)
+        self.pools.load_state_dict(state)
         self.load_counters(state)
         if self.update_group is not None:
             self.update_group.load(state)
@@ -203,15 +182,11 @@ class Learner(Trainer):
     def _actor_arguments(self, index: int) -> tuple[Any, ...]:
         """What actor ``index`` is built from: the configuration, its seed stream, the current weights and version,
         the opponent pools."""
-        pools = {name: (pool.probabilities(), {i: s.blob for i, s in pool.snapshots.items()})
-                 for name, pool in self.pools.items()}
-        return dict(self.config), index, to_blob(self.model), self.version, pools
+        return dict(self.config), index, to_blob(self.model), self.version, self.pools.for_actors()
 
     def start_actors(self) -> None:
         if self.remote is not None:            # workers on other machines, through the relay server
-            if self.connect_remote is None:
-                raise ValueError("rl.remote.server: this learner was built without a way to reach remote workers")
-            self.fleet.attach(*self.connect_remote(self.config, self.model, self.learns_from_any_age))
+            self.fleet.connect_workers(self.config, self.model, self.learns_from_any_age)
             self.segments_per_poll = RemoteSettings.from_config(self.config).batch
             self.fleet.everyone("set_weights", self.version, to_blob(self.model))    # the workers start from these
             return
@@ -227,26 +202,16 @@ class Learner(Trainer):
         self.version += self.max_staleness + 1
         blob, fleet = to_blob(self.model), self.fleet
         fleet.call_all(lambda: fleet.everyone("set_weights", self.version, blob))
-        for name, pool in self.pools.items():
-            blobs = {i: s.blob for i, s in pool.snapshots.items()}
-            fleet.call_all(lambda: fleet.everyone("set_pool", pool.probabilities(), blobs, name))
+        for name, (probabilities, blobs) in self.pools.for_actors().items():
+            fleet.call_all(lambda: fleet.everyone("set_pool", probabilities, blobs, name))
 
     def play_against(self, members: Mapping[int, np.ndarray]) -> None:
         """Self-play against a population: the opponent pool becomes exactly ``members`` (id → weight blob), drawn
         by the configured chooser, and no snapshots of the learner are added. Call :meth:`publish` afterwards."""
-        if self.roles is not None:
-            raise ValueError("rl.policies: a population's members play one policy in every seat")
-        settings = dataclasses.replace(PoolSettings.from_config(self.config), capacity=max(1, len(members)))
-        pool = self.pools[""] = OpponentPool(settings)
-        for member_id, blob in members.items():
-            pool.add(blob, self.iteration, snapshot_id=int(member_id))
-        self.pool_frozen = True
+        self.pools.play_against(members, self.iteration)
 
     def close(self) -> None:
-        self.fleet.close(remote=self.remote is not None)
-        if self.beside is not None:
-            self.beside.close()
-            self.beside = None
+        self.fleet.close()
         if self.update_group is not None:
             self.update_group.close()
             self.update_group = None
@@ -270,7 +235,7 @@ class Learner(Trainer):
             for segment in message:
                 steps += segment.steps
                 results.setdefault(segment.policy, []).extend(segment.results)
-                self.environment_counts.update(segment.counters)
+                self.fleet.counts.update(segment.counters)
                 if self.version - segment.version > limit:
                     self.dropped += 1
                     continue
@@ -306,7 +271,9 @@ class Learner(Trainer):
         updated = time.monotonic()
         self.advance(steps)
         if self.pools:
-            self._update_pools(results)
+            self.pools.record(results)
+            for name, probabilities, added in self.pools.grow(self.model, self.iteration):
+                self.fleet.call_all(lambda: self.fleet.everyone.broadcast("set_pool", probabilities, added, name))
         if self.synchronous:
             self.fleet.gather.release()            # after the weights and the pool: each link delivers them first
         training = summarize(results)
@@ -318,7 +285,7 @@ class Learner(Trainer):
                 training[f"win_{kind}"] = summarize(against)["win"]
         if results:
             self.training = training
-        stats.update(self.fleet_statistics())
+        stats.update(self.fleet.statistics())
         self._mark_first_update()
         stats.update({"fps/sampling": steps / max(1e-9, collected - started),
                       "fps/learning": stats.get("samples", 0.0) / max(1e-9, updated - collected),
@@ -334,12 +301,6 @@ class Learner(Trainer):
             if firsts:
                 TIMELINE.mark("first env step (the earliest actor)", min(firsts))
 
-    def fleet_statistics(self) -> dict[str, float]:
-        """The environments' counters (``env/...``: a game server's lost episodes...) and the remote workers'
-        (``remote/...``)."""
-        counts = {f"env/{name}": float(value) for name, value in self.environment_counts.items()}
-        return {**counts, **self.fleet.gather.statistics()} if self.remote is not None else counts
-
     def advance(self, steps: int) -> np.ndarray:
         """Count one iteration of ``steps`` env steps under a new weight version and broadcast the weights (without
         waiting); the weight blob."""
@@ -353,53 +314,6 @@ class Learner(Trainer):
         blob = to_blob(self.model)
         self.fleet.call_all(lambda: self.fleet.everyone.broadcast("set_weights", self.version, blob))
         return blob
-
-    # ---- self-play -----------------------------------------------------------------------------------------
-    def _member(self, model: torch.nn.Module, policy: str) -> torch.nn.Module:
-        """``policy``'s network in ``model`` (the model itself with one policy for every seat)."""
-        return model[policy] if isinstance(model, PolicySet) else model
-
-    def _initial_pools(self, config: Mapping[str, Any]) -> dict[str, OpponentPool]:
-        """A pool per policy with its first opponent: the initial policy, or the weights of
-        ``rl.opponent.pool.initial`` (a checkpoint file). The ``k``-th policy's snapshot ids start at ``k`` ×
-        :data:`SNAPSHOT_ID_STRIDE`, so an episode's snapshot ids name their pools."""
-        source = self.model
-        initial = lookup(config, "rl.opponent.pool.initial")
-        if initial:
-            path = Path(initial).expanduser()
-            state = upgrade_checkpoint(torch.load(path, map_location="cpu", weights_only=True), path)
-            source = copy.deepcopy(self.model)
-            source.load_state_dict(state["model"])
-        pools = {}
-        for number, name in enumerate(self.roles.names if self.roles is not None else ("",)):
-            pool = pools[name] = OpponentPool(PoolSettings.from_config(config))
-            pool.next_id = number * SNAPSHOT_ID_STRIDE
-            pool.add(to_blob(self._member(source, name)), iteration=0)
-        return pools
-
-    def _pool_of(self, snapshot_id: int) -> OpponentPool:
-        """The pool a snapshot id belongs to."""
-        return list(self.pools.values())[snapshot_id // SNAPSHOT_ID_STRIDE] if self.roles is not None \
-            else self.pools[""]
-
-    def _update_pools(self, results: list[EpisodeResult]) -> None:
-        """Record the games against snapshots (a snapshot's pool keeps the learners' scores against it: its
-        chooser serves them), freeze a policy into its pool when that pool's add rule holds, send the pools."""
-        for result in results:
-            if result.opponent != POOL:
-                continue
-            if len(result.snapshots) == 1 and result.win is not None:      # two players: the game's outcome
-                self._pool_of(result.snapshots[0]).record(result.snapshots[0], result.win)
-            else:                               # N players: the learner's score against each seat's snapshot
-                for snapshot_id, score in zip(result.snapshots, result.scores):
-                    self._pool_of(snapshot_id).record(snapshot_id, score)
-        for name, pool in self.pools.items():
-            added = {}
-            if not self.pool_frozen and pool.should_add(self.iteration):
-                snapshot = pool.add(to_blob(self._member(self.model, name)), self.iteration)
-                added[snapshot.id] = snapshot.blob
-            probabilities = pool.probabilities()
-            self.fleet.call_all(lambda: self.fleet.everyone.broadcast("set_pool", probabilities, added, name))
 
     # ---- the run loop's view ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -441,35 +355,24 @@ class Learner(Trainer):
         if not self.evaluates_beside:
             super().begin_evaluation()
             return
-        if self.beside is None:
-            self.beside = BesideEvaluation(lambda: self.fleet.spawn(EVALUATION_ACTOR), self.fleet.kill,
-                                           rpc.RpcSettings.from_config(self.config))
         self.evaluator.started(self.cost)
-        self.beside.start(self.version, to_blob(self.model), self.evaluator.episodes, self.evaluator.opponent,
-                          self._newest_opponent())
-
-    def _newest_opponent(self) -> Pool | None:
-        """The opponent pool the evaluation plays ``self`` from: the newest snapshot alone."""
-        pool = self.pools.get("")
-        if self.evaluator.opponent != SELF or pool is None or not pool.snapshots:
-            return None
-        newest = next(reversed(pool.snapshots))
-        return {newest: 1.0}, {newest: pool.snapshots[newest].blob}
+        self.fleet.evaluation().start(self.version, to_blob(self.model), self.evaluator.episodes,
+                                      self.evaluator.opponent,
+                                      self.pools.newest() if self.evaluator.opponent == SELF else None)
 
     def evaluation_result(self, wait: bool = False) -> dict[str, float] | None:
         """The summary of the evaluation begun last, once its games are over (None while they play; ``wait``:
         block for them)."""
-        if not self.evaluates_beside or self.beside is None:
+        beside = self.fleet.beside
+        if not self.evaluates_beside or beside is None:
             return super().evaluation_result(wait)
-        results = self.beside.wait() if wait else self.beside.poll()
+        results = beside.wait() if wait else beside.poll()
         if results is None:
             return None
         return self.evaluator.conclude([results], [self.evaluator.episodes])
 
     def scalars(self, stats: Mapping[str, float]) -> dict[str, float]:
-        pools = {key if not name else key.replace("pool/", f"pool/{name}/", 1): value
-                 for name, pool in self.pools.items() for key, value in pool.statistics().items()}
-        return {**super().scalars(stats), **pools}
+        return {**super().scalars(stats), **self.pools.statistics()}
 
     def evaluation_line(self, summary: Mapping[str, float]) -> str:
         win = summary.get("win", math.nan)

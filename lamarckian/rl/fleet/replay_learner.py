@@ -80,7 +80,7 @@ class OffPolicyLearner(Learner):
             segment = Segment.from_wire(wire)
             steps += segment.steps
             results.extend(segment.results)
-            self.environment_counts.update(segment.counters)
+            self.fleet.counts.update(segment.counters)
             if segment.next_observations is None:
                 raise ValueError(f"actor {self.fleet.gather.last_index} sent a segment without next_observations")
             if not segment.finite():
@@ -136,7 +136,7 @@ class OffPolicyLearner(Learner):
             stats["epsilon"] = epsilon
         if results:
             self.training = summarize(results)
-        stats.update(self.fleet_statistics())
+        stats.update(self.fleet.statistics())
         stats.update({"updates": float(updates), "replay": float(len(self.replay)), "nonfinite": float(self.nonfinite),
                       "replaced": float(self.fleet.replaced), "fps/sampling": steps / max(1e-9, received - started),
                       "fps/learning": updates * self.replay_settings.batch / max(1e-9, updated - received),

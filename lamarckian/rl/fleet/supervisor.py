@@ -1,5 +1,6 @@
-"""The learner's actors as one supervised fleet: started, reached through one ``All`` and one ``Gather``, a dead
-actor replaced by a fresh one, everything ended at the close.
+"""The learner's actors as one supervised fleet: started (or the remote workers of ``rl.remote.server`` connected),
+reached through one ``All`` and one ``Gather``, a dead actor replaced by a fresh one, the evaluation actor beside
+them, everything ended at the close.
 
 An actor runs as a child process of the learner (``ray.launch: processes``, or auto while Ray is not running), as a
 Ray actor, or (``ray.local_mode``) as an object in the learner's process whose RPC server runs on a thread. The
@@ -9,8 +10,11 @@ replacement starts where the fleet is.
 
 from __future__ import annotations
 
+import collections
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Protocol
+
+import torch
 
 from ... import rpc
 from ...config.sections import SampleSettings
@@ -20,6 +24,7 @@ from ...rpc.sockets import running_ray
 from ...timeline import TIMELINE
 from . import ACTOR_MODULES
 from .actor import Actor
+from .beside import BesideEvaluation
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +34,17 @@ EVALUATION_ACTOR = 1_000_000     # the index (seed stream) of the evaluation act
 ActorArguments = Callable[[int], tuple[Any, ...]]
 
 
+class RemoteConnect(Protocol):
+    """How the learner reaches the remote workers of ``rl.remote.server`` (:func:`lamarckian.remote.fleet.connect`):
+    their ``All`` (``set_weights``, ``evaluate``...) and their ``Gather`` of segments; ``keep_fixed``: segments of
+    fixed-weight (ONNX) workers are learned from too (off-policy learners)."""
+
+    def __call__(self, config: Mapping[str, Any], model: torch.nn.Module, keep_fixed: bool) -> tuple[Any, Any]: ...
+
+
 class ActorFleet:
     """``sample.actors`` actors behind one ``All`` (:attr:`everyone`) and one ``Gather`` (:attr:`gather`), or the
-    remote workers' pair (:meth:`attach`).
+    remote workers' pair (:meth:`connect_workers`); the evaluation actor (:meth:`evaluation`).
 
     Args:
         arguments: what actor ``i`` is built from (the learner's current weights...).
@@ -39,12 +52,16 @@ class ActorFleet:
         local: ``ray.local_mode`` (actors are objects in this process).
         launch: ``ray.launch`` (processes | ray | auto).
         rpc_settings: the ``rpc`` section the links use.
+        connect_remote: reaches the remote workers where ``rl.remote.server`` (:attr:`remote`) is set.
     """
 
     def __init__(self, arguments: ActorArguments, sample: SampleSettings, local: bool, launch: str,
-                 rpc_settings: rpc.RpcSettings) -> None:
+                 rpc_settings: rpc.RpcSettings, connect_remote: RemoteConnect | None = None) -> None:
         self.arguments, self.sample, self.local, self.launch = arguments, sample, local, launch
-        self.rpc_settings = rpc_settings
+        self.rpc_settings, self.connect_remote = rpc_settings, connect_remote
+        self.remote: str | None = None      # rl.remote.server: remote workers instead of actors of its own
+        self.beside: BesideEvaluation | None = None     # the evaluation actor (started at the first evaluation)
+        self.counts: collections.Counter[str] = collections.Counter()   # the segments' environment counters
         self.actors: list[Any] = []
         self._everyone: Any = None          # rpc.All, or the remote workers' (None until started)
         self._gather: Any = None            # rpc.Gather, or the remote workers'
@@ -94,9 +111,31 @@ class ActorFleet:
         self._gather = rpc.Gather(self._everyone, credits=segments_in_flight)
         TIMELINE.mark("actors started and connected")
 
-    def attach(self, everyone: Any, gather: Any) -> None:
-        """Use the remote workers' ``All`` and ``Gather`` (``rl.remote.server``) instead of actors of its own."""
-        self._everyone, self._gather = everyone, gather
+    def connect_workers(self, config: Mapping[str, Any], model: torch.nn.Module, keep_fixed: bool) -> None:
+        """Reach the remote workers of :attr:`remote` instead of actors of its own (``keep_fixed``: their ONNX
+        workers' segments are learned from too)."""
+        if self.connect_remote is None:
+            raise ValueError("rl.remote.server: this learner was built without a way to reach remote workers (train.py "
+                             "gives it lamarckian.remote.fleet.connect)")
+        self._everyone, self._gather = self.connect_remote(config, model, keep_fixed)
+
+    def statistics(self) -> dict[str, float]:
+        """The environments' counters (``env/...``: a game server's lost episodes...) and the remote workers'
+        (``remote/...``)."""
+        counts = {f"env/{name}": float(value) for name, value in self.counts.items()}
+        return {**counts, **self.gather.statistics()} if self.remote is not None else counts
+
+    def evaluation(self) -> BesideEvaluation:
+        """The evaluation actor beside the fleet (started now if there is none)."""
+        if self.beside is None:
+            self.beside = BesideEvaluation(lambda: self.spawn(EVALUATION_ACTOR), self.kill, self.rpc_settings)
+        return self.beside
+
+    def close_evaluation(self) -> None:
+        """End the evaluation actor (the next evaluation starts another)."""
+        if self.beside is not None:
+            self.beside.close()
+            self.beside = None
 
     def replace(self, error: rpc.ActorDiedError) -> None:
         """Swap a dead actor for a fresh one that starts from the current weights."""
@@ -136,9 +175,10 @@ class ActorFleet:
 
             ray.kill(actor, no_restart=True)
 
-    def close(self, remote: bool) -> None:
-        """End every actor (``remote``: close the link to the remote workers instead)."""
-        if remote and self._everyone is not None:
+    def close(self) -> None:
+        """End every actor and the evaluation actor (with remote workers: close the link to them)."""
+        self.close_evaluation()
+        if self.remote is not None and self._everyone is not None:
             self._everyone.close()
         if self._gather is not None:
             try:

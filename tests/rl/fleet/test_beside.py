@@ -34,9 +34,9 @@ def test_the_evaluation_judges_every_episode(learner):
 
 def test_a_killed_evaluation_actor_is_replaced_and_the_evaluation_played_again(learner):
     learner.begin_evaluation()
-    learner.beside.actor.kill()
+    learner.fleet.beside.actor.kill()
     summary = learner.evaluation_result(wait=True)
-    assert (summary["episodes"], learner.beside.replaced) == (8, 1)
+    assert (summary["episodes"], learner.fleet.beside.replaced) == (8, 1)
 
 
 def test_without_beside_the_fleet_plays_the_evaluation_at_once():
@@ -76,4 +76,4 @@ def test_no_reply_is_left_waiting_after_evaluations(learner):
     for _ in range(3):
         learner.begin_evaluation()
         learner.evaluation_result(wait=True)
-    assert learner.beside.caller.link.idle()
+    assert learner.fleet.beside.caller.link.idle()
