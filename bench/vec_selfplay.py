@@ -61,7 +61,7 @@ def main() -> None:
     learner = VecLearner(config)
     for _ in range(args.pool - 1):
         learner.pool.add(to_blob(learner.model), 0)
-    learner.stack_pool()
+    learner.opponents.stack()
     for _ in range(2):                                   # compile, warm caches
         learner.step()
     wait(learner.task.physics.state)

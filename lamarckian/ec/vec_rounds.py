@@ -33,8 +33,9 @@ from ..rating.tournament import Entrant, plot, write_tables
 from ..rl.loop import TrainingLoop
 from ..rl.seeds import VEC_EVALUATION_SEED_OFFSET
 from ..rl.vec.evaluation import VecEvaluation
+from ..rl.vec.league import LeagueSettings
 from ..rl.vec.learner import vec_model
-from ..rl.vec.population import LeagueSettings, VecPopulationLearner
+from ..rl.vec.population import VecPopulationLearner
 from .settings import EvolutionSettings, RoundSettings
 from .worker import RoundStopper, member_blobs, owned, round_config
 
@@ -101,8 +102,8 @@ class VecRounds:
         for member, task in enumerate(tasks):
             self._load(member, task)
         if self.selfplay:
-            learner.set_external(member_blobs(learner.members[0], opponents or {}))
-        learner.reset_tally()
+            learner.opponents.set_external(member_blobs(learner.members[0], opponents or {}))
+        learner.opponents.reset_tally()
         started, cost, iterations = time.monotonic(), learner.cost, learner.iteration
         scale = max(float(task.get("scale", 1.0)) for task in tasks)
         TrainingLoop(learner, announce=False).run(stop=RoundStopper(RoundSettings.from_config(self.base).stopper,
@@ -110,7 +111,7 @@ class VecRounds:
         seconds = time.monotonic() - started
         share = (learner.cost - cost) // self.size
         ratings = self._rate(tasks) if self.selfplay else None
-        results = self.evaluation.evaluate_many(learner.members, [learner.initial_blob]) \
+        results = self.evaluation.evaluate_many(learner.members, [learner.opponents.initial_blob]) \
             if self.evaluation is not None else [None] * self.size
         return [self._report(member, task, share, learner.iteration - iterations, seconds, ratings, result)
                 for member, (task, result) in enumerate(zip(tasks, results))]
@@ -138,13 +139,13 @@ class VecRounds:
     def _rate(self, tasks: Sequence[Mapping[str, Any]]) -> np.ndarray:
         """The round's Elo of the members and the initial policy; the league tables written."""
         learner = self.learner
-        ratings = learner.ratings()
+        ratings = learner.opponents.ratings()
         if self.league_folder is not None:
             entrants = [Entrant(f"individual {task['id']}", np.empty(0), learner.iteration, learner.cost)
                         for task in tasks] + [Entrant(f"individual {i} (another learner)", np.empty(0))
-                                              for i in learner.external] + [Entrant("initial", np.empty(0))]
-            write_tables(self.league_folder, entrants, learner.tally, ratings)
-            plot(self.league_folder, entrants, learner.tally, ratings)
+                                              for i in learner.opponents.external] + [Entrant("initial", np.empty(0))]
+            write_tables(self.league_folder, entrants, learner.opponents.tally, ratings)
+            plot(self.league_folder, entrants, learner.opponents.tally, ratings)
         return ratings
 
     def _report(self, member: int, task: Mapping[str, Any], cost: int, iterations: int, seconds: float,

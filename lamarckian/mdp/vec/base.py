@@ -19,7 +19,7 @@ class VecTask(abc.ABC):
     Attributes:
         num_envs, num_agents, num_obs, num_actions: sizes; ``max_episode_length``: control steps to a draw;
         device: where every returned tensor lives; dense_scale: multiplies the dense (shaping) rewards (a learner
-        anneals it to 0 under ``mdp.vec.reward.anneal``; a task without shaping rewards ignores it).
+        anneals it to 0 under ``mdp.vec.reward.anneal``; only tasks with shaping rewards have it).
     """
 
     num_envs: int
@@ -28,7 +28,7 @@ class VecTask(abc.ABC):
     num_actions: int
     max_episode_length: int
     device: torch.device
-    dense_scale: float = 1.0
+    dense_scale: float
 
     @abc.abstractmethod
     def reset(self) -> torch.Tensor:

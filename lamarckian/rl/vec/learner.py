@@ -35,7 +35,6 @@ from ...config.sections import EvaluatorSettings, OpponentSettings, RunSettings,
 from ...mdp.vec import VecTask, create_vec_task, placement
 from ...model import ActorCritic, ModelSettings, to_blob
 from ...model.network import seeded
-from ...model.stacked import StackedPolicies
 from ..algorithms.ppo import PPO, PPOSettings
 from ..distributed import Ranks
 from ..evaluator import Evaluator
@@ -45,7 +44,7 @@ from ..segment import Segment
 from ..selfplay.pool import OpponentPool, PoolSettings
 from ..selfplay.window import ScoreWindow
 from .evaluation import VecEvaluation, evaluation_line
-from .opponents import OpponentDraws, outcome_rows
+from .opponents import PoolOpponents, outcome_rows
 
 WINDOW = 500                          # games the running (training) scores are taken over
 OPPONENTS = ("initial", "newest")     # the deterministic evaluation's opponents: initial policy, newest snapshot
@@ -61,7 +60,7 @@ def vec_model(task: VecTask, model_settings: ModelSettings) -> ActorCritic:
     return ActorCritic(*spaces, model_settings).to(task.device)
 
 
-class VecLearner(OpponentDraws, Trainer):
+class VecLearner(Trainer):
     """Trains agent 0 of a :class:`VecTask` against snapshots of itself (run it with :class:`.loop.TrainingLoop`).
 
     Args:
@@ -82,12 +81,10 @@ class VecLearner(OpponentDraws, Trainer):
         self.update_rule = PPO(self.model, PPOSettings.from_config(config, self.device.type), seed=self.seed,
                                ranks=ranks)
         self.horizon = int(vec["horizon"])
-        self.initial_blob = to_blob(self.model)
-        self.initial_envs = round(float(vec["initial_share"]) * task.num_envs)
-        self.pool = OpponentPool(PoolSettings.from_config(config))
-        self.pool.add(self.initial_blob, iteration=0)
+        initial_blob = to_blob(self.model)
+        pool = OpponentPool(PoolSettings.from_config(config))
+        pool.add(initial_blob, iteration=0)
         self.generator = torch.Generator(device=self.device).manual_seed(self._stream_seed(0))
-        self.mean_share = OpponentSettings.from_config(config).deterministic
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
         self.evaluation = self._evaluation(vec, config)
         self.anneal = vec["reward"]["anneal"]
@@ -99,7 +96,13 @@ class VecLearner(OpponentDraws, Trainer):
         self.recent_scores = ScoreWindow(WINDOW)      # all training games (stochastic actions)
         self.initial_scores = ScoreWindow(WINDOW)     # training games of the initial lanes
         self.observations: torch.Tensor | None = None
-        self.stack_pool()
+        self.opponents = PoolOpponents(task, self.generator, OpponentSettings.from_config(config).deterministic, pool,
+                                       initial_blob, round(float(vec["initial_share"]) * task.num_envs), self.model)
+
+    @property
+    def pool(self) -> OpponentPool:
+        """The opponent pool (snapshots of the learner)."""
+        return self.opponents.pool
 
     def _join(self, vec: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
         """Join the ranks' group; this rank's ``mdp.vec`` section (its share of the environments, its device)."""
@@ -140,33 +143,6 @@ class VecLearner(OpponentDraws, Trainer):
         return VecEvaluation(vec, games, OPPONENTS, seed=RunSettings.from_config(config).seed
                              + VEC_EVALUATION_SEED_OFFSET)
 
-    # ---- opponents ------------------------------------------------------------------------------------------
-    def stack_pool(self) -> None:
-        """Stack the pool's snapshots and, last, the initial policy (the fixed opponent of the first
-        ``initial_envs`` environments). Games in progress keep their opponent if it is still in the pool; the
-        others (and every environment at the start) draw one."""
-        previous = getattr(self, "pool_ids", None)
-        self.pool_ids = list(self.pool.snapshots)
-        blobs = [self.pool.snapshots[i].blob for i in self.pool_ids] + [self.initial_blob]
-        self.stacked = StackedPolicies(self.model, blobs, self.device)
-        probabilities = self.pool.probabilities()
-        self.pool_weights = torch.tensor([probabilities[i] for i in self.pool_ids], device=self.device)
-        self.initial_lane = torch.arange(self.task.num_envs, device=self.device) < self.initial_envs
-        drawn = self._draw()
-        if previous is None:
-            self.opponent, self.opponent_mean = drawn, self._draw_mean()
-            return
-        position = {snapshot_id: index for index, snapshot_id in enumerate(self.pool_ids)}
-        moved = torch.tensor([position.get(i, -1) for i in previous] + [len(self.pool_ids)], device=self.device)
-        kept = moved[self.opponent]
-        self.opponent = torch.where(kept >= 0, kept, drawn)
-
-    def _draw(self) -> torch.Tensor:
-        """A pool position per environment ``(E,)`` by the chooser's probabilities (the initial policy's index in
-        its fixed lanes); sampled on the device."""
-        drawn = torch.multinomial(self.pool_weights, self.task.num_envs, replacement=True, generator=self.generator)
-        return torch.where(self.initial_lane, len(self.pool_ids), drawn)
-
     # ---- sampling -------------------------------------------------------------------------------------------
     def rollout(self) -> tuple[Segment, torch.Tensor, torch.Tensor]:
         """``horizon`` steps of every environment, on the device.
@@ -184,7 +160,8 @@ class VecLearner(OpponentDraws, Trainer):
                           log_probs=zeros(steps, envs), values=zeros(steps + 1, envs), rewards=zeros(steps, envs),
                           dones=zeros(steps, envs), truncated=zeros(steps, envs), final_values=zeros(steps, envs),
                           version=self.version, steps=steps * envs)
-        outcomes = zeros(self.stacked.count, 3)
+        opponents = self.opponents
+        outcomes = zeros(opponents.count, 3)
         returns = zeros(3)
         # a GPU pads every policy's block to all rows (learning the largest group would wait on the device); on the
         # CPU that wait is free and the smaller block is faster
@@ -192,31 +169,28 @@ class VecLearner(OpponentDraws, Trainer):
         for t in range(steps):
             own = self.observations[:envs]
             action, log_prob, value = model.act(own, generator=self.generator)
-            seats = task.num_agents - 1
-            opponent_action = self.stacked.act(self.observations[envs:], self.opponent.repeat(seats),
-                                               deterministic=self.opponent_mean.repeat(seats),
-                                               generator=self.generator, width=width)
+            opponent_action = opponents.act(self.observations[envs:], width)
             self.observations, reward, done, extras = task.step(torch.cat([action, opponent_action]).clamp(-1, 1))
             reward, done = reward[:envs].to(self.device), done.to(self.device)
             for name, tensor in zip(("observations", "actions", "log_probs", "values", "rewards", "dones"),
                                     (own, action, log_prob, value, reward, done)):
                 getattr(segment, name)[t] = tensor
             finished = done.float()
-            outcomes.index_add_(0, self.opponent, outcome_rows(extras, self.device) * finished[:, None])
+            outcomes.index_add_(0, opponents.opponent, outcome_rows(extras, self.device) * finished[:, None])
             self.episode_return += reward
             self.episode_length += 1.0
             returns += torch.stack([(self.episode_return * finished).sum(), finished.sum(),
                                     (self.episode_length * finished).sum()])
             self.episode_return *= 1.0 - finished
             self.episode_length *= 1.0 - finished
-            self._redraw_finished(done)
+            opponents.redraw_finished(done)
         segment.values[steps] = model.value(self.observations[:envs])
         return segment, outcomes, returns
 
     def record(self, outcomes: np.ndarray, returns: np.ndarray) -> None:
         """Fold one rollout's game counts (host copies) into the pool, the running scores and the training summary.
         The games of a rollout have no order among them: each statistic takes them as one batch of counts."""
-        self.pool.record_counts({snapshot_id: outcomes[row] for row, snapshot_id in enumerate(self.pool_ids)})
+        self.opponents.record(outcomes)
         self.recent_scores.add_outcomes(*outcomes.sum(0))
         self.initial_scores.add_outcomes(*outcomes[-1])
         if self.recent_scores.games:
@@ -251,7 +225,7 @@ class VecLearner(OpponentDraws, Trainer):
             add = self.ranks.decide(add, self.device)
         if add:
             self.pool.add(to_blob(self.model), self.iteration, cost=self.cost, elapsed=self.elapsed)
-            self.stack_pool()
+            self.opponents.stack()
         stats["fps/overall"] = steps * self.task.num_agents / max(1e-9, time.monotonic() - started)
         return stats
 
@@ -266,7 +240,7 @@ class VecLearner(OpponentDraws, Trainer):
         if self.evaluation is None:
             return {}
         newest = self.pool.snapshots[next(reversed(self.pool.snapshots))].blob
-        summary = self.evaluation.evaluate(self.model, [self.initial_blob, newest])
+        summary = self.evaluation.evaluate(self.model, [self.opponents.initial_blob, newest])
         score = summary["initial/score"]
         self.evaluator.latest = {**summary, "win": score, "fitness": 2.0 * score - 1.0,
                                  "win_newest": summary["newest/score"]}
@@ -299,7 +273,7 @@ class VecLearner(OpponentDraws, Trainer):
         """Weights, optimizer, counters, the pool, the initial policy, the running scores, the device generator."""
         return {"model": self.model.state_dict(), **self.update_rule.state_dict(), "iteration": self.iteration,
                 "cost": self.cost, "elapsed": self.elapsed, "pool": self.pool.state_dict(),
-                "initial": torch.from_numpy(self.initial_blob.copy()),
+                "initial": torch.from_numpy(self.opponents.initial_blob.copy()),
                 "scores": {"recent": self.recent_scores.state(), "initial": self.initial_scores.state()},
                 "generator": self.generator.get_state()}
 
@@ -309,11 +283,11 @@ class VecLearner(OpponentDraws, Trainer):
         self.iteration, self.cost, self.elapsed = int(state["iteration"]), int(state["cost"]), float(state["elapsed"])
         self.version = self.iteration
         self.pool.load_state_dict(state["pool"])
-        self.initial_blob = state["initial"].numpy().copy()
+        self.opponents.initial_blob = state["initial"].numpy().copy()
         scores = state.get("scores") or {}
         self.recent_scores.load(scores.get("recent", []))
         self.initial_scores.load(scores.get("initial", []))
-        self.stack_pool()                         # games restart: every environment draws its opponent anew
+        self.opponents.stack()                         # games restart: every environment draws its opponent anew
         if state.get("generator") is not None and self.main:   # then rank 0's stream goes on where it was saved
             self.generator.set_state(state["generator"])
         elif self.ranks is not None:              # the others start streams of their own (N may have changed)

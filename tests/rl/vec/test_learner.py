@@ -34,7 +34,7 @@ def test_vec_learner_updates_and_resumes(tmp_path):
     assert learner.iteration == 4
     assert any(not np.allclose(a.numpy(), b.detach().numpy()) for a, b in zip(before, learner.model.parameters()))
     assert len(learner.pool) >= 2
-    assert learner.stacked.count == len(learner.pool) + 1  # snapshots + the initial policy
+    assert learner.opponents.stacked.count == len(learner.pool) + 1  # snapshots + the initial policy
     resumed = VecLearner(config)
     assert TrainingLoop(resumed, tmp_path).resume() is not None
     assert resumed.iteration == 4
@@ -55,7 +55,7 @@ def test_rollout_shapes_and_opponents_per_environment(tmp_path):
     assert segment.values.shape == (9, 4)
     assert segment.rewards.shape == (8, 4)
     assert torch.all(torch.isfinite(segment.rewards))
-    assert outcomes.shape == (learner.stacked.count, 3)
+    assert outcomes.shape == (learner.opponents.stacked.count, 3)
     assert outcomes.sum() == 0
     assert returns[1] == 0  # no game ends in 8 steps
     assert math.isnan(learner.win_rate_against_initial())
@@ -68,9 +68,9 @@ def test_initial_lanes_play_the_initial_policy_and_score_against_it():
                                              "rl.opponent.pool.capacity=2"])
     learner = VecLearner(config)
     learner.step()                                  # a second snapshot joins the pool: the stack is 2 + initial
-    assert learner.stacked.count == 3
-    assert learner.opponent[:2].tolist() == [2, 2]
-    assert torch.all(learner.opponent[2:] < 2)
+    assert learner.opponents.stacked.count == 3
+    assert learner.opponents.opponent[:2].tolist() == [2, 2]
+    assert torch.all(learner.opponents.opponent[2:] < 2)
     place(learner.task, 0, 1, 3.5, 0.0)             # the initial policy's ant leaves the ring in lane 0
     place(learner.task, 2, 0, 3.5, 0.0)             # the learner's ant leaves it in a pool lane
     segment, outcomes, returns = learner.rollout()
@@ -83,15 +83,15 @@ def test_initial_lanes_play_the_initial_policy_and_score_against_it():
     assert learner.training["win"] == 0.5
     # a new snapshot evicts snapshot 0: games in progress keep their opponent if it is still there (at its new
     # position), those against snapshot 0 draw another
-    named = lambda: [learner.pool_ids[i] if i < len(learner.pool_ids) else "initial"  # noqa: E731
-                     for i in learner.opponent.tolist()]
-    learner.opponent[2:] = torch.tensor([0, 1])
+    named = lambda: [learner.opponents.pool_ids[i] if i < len(learner.opponents.pool_ids) else "initial"  # noqa: E731
+                     for i in learner.opponents.opponent.tolist()]
+    learner.opponents.opponent[2:] = torch.tensor([0, 1])
     before = named()
     learner.pool.add(to_blob(learner.model), learner.iteration)
-    learner.stack_pool()
+    learner.opponents.stack()
     after = named()
-    assert learner.pool_ids == [1, 2]
-    assert learner.stacked.count == 3
+    assert learner.opponents.pool_ids == [1, 2]
+    assert learner.opponents.stacked.count == 3
     assert after[:2] == ["initial", "initial"]
     assert after[3] == before[3] == 1
     assert after[2] in (1, 2)
@@ -121,8 +121,8 @@ def test_vec_learner_keeps_everything_on_the_gpu(tmp_path):
     segment, outcomes, _ = learner.rollout()
     assert segment.observations.is_cuda
     assert outcomes.is_cuda
-    assert learner.opponent.is_cuda
-    assert all(t.is_cuda for t in learner.stacked.parameters.values())
+    assert learner.opponents.opponent.is_cuda
+    assert all(t.is_cuda for t in learner.opponents.stacked.parameters.values())
     TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.iteration >= 3)
     assert all(p.is_cuda for p in learner.model.parameters())
     assert any(not torch.equal(a, b) for a, b in zip(before, learner.model.parameters()))

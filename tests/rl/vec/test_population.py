@@ -11,7 +11,8 @@ from lamarckian.config import load
 from lamarckian.ec.space import with_values
 from lamarckian.model import to_blob
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.vec.population import LeagueSettings, VecPopulationLearner
+from lamarckian.rl.vec.league import LeagueSettings
+from lamarckian.rl.vec.population import VecPopulationLearner
 
 SMALL = ["mdp.vec.num_envs.cpu=8", "mdp.vec.horizon=8", "evaluator.progress=false", "evaluator.episodes=2",
          "evaluator.interval=0", "model.hidden=[32]", "mdp.vec.initial_share=0.5"]
@@ -38,9 +39,9 @@ def test_members_train_on_their_own_environments_and_resume(tmp_path):
              for old, m in zip(before, population.members)]
     assert all(step > 0 for step in moved)
     assert moved[3] > moved[0]      # a larger learning rate moves further
-    assert population.shared.count == 4 + 1            # the members' league snapshots and the initial policy
-    assert population.pool_stack.count == 4           # each member's pool (its initial snapshot)
-    lanes = population.opponent.reshape(4, 2)
+    assert population.opponents.shared.count == 4 + 1            # the members' league snapshots and the initial policy
+    assert population.opponents.pool_stack.count == 4           # each member's pool (its initial snapshot)
+    lanes = population.opponents.opponent.reshape(4, 2)
     assert (lanes[:, 0] == 8).all()                    # the first lane of each member plays the initial policy
     resumed = VecPopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=2))
     assert TrainingLoop(resumed, tmp_path).resume() is not None
@@ -60,7 +61,7 @@ def test_games_feed_the_pools_the_league_and_the_ratings():
     to) and the round's tally (the member that beats everyone rates highest)."""
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SMALL)
     population = VecPopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=10))
-    keys = population.keys
+    keys = population.opponents.keys
     outcomes = np.zeros((4, len(keys), 3))
     for member in range(4):
         for other in range(4):
@@ -69,20 +70,20 @@ def test_games_feed_the_pools_the_league_and_the_ratings():
         outcomes[member, keys.index(("pool", member, 0))] = (3, 1, 1)
         outcomes[member, -1] = (5, 0, 5)
     population.record(outcomes)
-    snapshot = population.pools[2].snapshots[0]
+    snapshot = population.opponents.pools[2].snapshots[0]
     assert (snapshot.wins, snapshot.draws, snapshot.losses) == (3, 1, 1)
-    ratings = population.ratings()
+    ratings = population.opponents.ratings()
     assert list(np.argsort(-ratings[:4])) == [0, 1, 2, 3]
-    assert population.tally.games[0, 1] == 20
-    assert population.tally.scores[0, 1] == 20   # each played both ways
-    weights = population._probabilities()
+    assert population.opponents.tally.games[0, 1] == 20
+    assert population.opponents.tally.scores[0, 1] == 20   # each played both ways
+    weights = population.opponents._probabilities()
     member_three = [weights[3, keys.index(("member", n))] for n in range(3)]
     assert weights[3].sum() == pytest.approx(1.0)
     assert weights[3, keys.index(("member", 3))] == 0.0
     assert weights[0, keys.index(("member", 1))] < weights[3, keys.index(("member", 0))]
     assert sum(member_three) == pytest.approx(0.5)        # league share; the rest is member 3's own pool
-    population.reset_tally()
-    assert population.tally.games.sum() == 0
+    population.opponents.reset_tally()
+    assert population.opponents.tally.games.sum() == 0
     population.close()
 
 
@@ -91,20 +92,20 @@ def test_the_gpu_way_of_acting_for_the_opponents_gives_the_same_actions():
     with mean actions both give every opponent the same action."""
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SMALL)
     population = VecPopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=1))
-    for member, pool in enumerate(population.pools):
+    for member, pool in enumerate(population.opponents.pools):
         for extra in range(member):              # pools of different sizes, of weights unlike the initial ones
             with torch.no_grad():
                 population.members[member].policy_head.bias.add_(0.1 * (extra + 1))
             pool.add(to_blob(population.members[member]), iteration=extra + 1)
-    population.league_blobs = [to_blob(model) for model in population.members]
-    population.stack()
+    population.opponents.league_blobs = [to_blob(model) for model in population.members]
+    population.opponents.stack()
     # environments 2m, 2m + 1 are member m's; opponents 0-3 the league, 4 | 5 6 | 7 8 9 | 10-13 the pools, 14 initial
-    population.opponent = torch.tensor([0, 1, 6, 3, 7, 9, 13, 14], dtype=torch.int64)
-    population.opponent_mean = torch.ones(8, dtype=torch.bool)
+    population.opponents.opponent = torch.tensor([0, 1, 6, 3, 7, 9, 13, 14], dtype=torch.int64)
+    population.opponents.opponent_mean = torch.ones(8, dtype=torch.bool)
     observations = torch.randn(8, population.task.num_obs)
-    exact = population._opponent_actions(observations)
-    population.fixed_width = True
-    assert torch.allclose(population._opponent_actions(observations), exact, atol=1e-6)
+    exact = population.opponents.act(observations)
+    population.opponents.fixed_width = True
+    assert torch.allclose(population.opponents.act(observations), exact, atol=1e-6)
     assert len({tuple(row.tolist()) for row in exact}) > 4
     population.close()
 
@@ -131,22 +132,22 @@ def test_members_of_other_learners_join_the_league_and_the_ratings():
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SMALL)
     population = VecPopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=10))
     stranger = [to_blob(population.members[0]) + 0.01, to_blob(population.members[1]) - 0.01]
-    population.set_external({7: stranger[0], 9: stranger[1]})
-    population.reset_tally()
-    keys = population.keys
-    assert population.shared.count == 4 + 2 + 1
+    population.opponents.set_external({7: stranger[0], 9: stranger[1]})
+    population.opponents.reset_tally()
+    keys = population.opponents.keys
+    assert population.opponents.shared.count == 4 + 2 + 1
     assert ("external", 9) in keys
     outcomes = np.zeros((4, len(keys), 3))
     outcomes[:, keys.index(("external", 7))] = (0, 0, 6)          # everyone loses to individual 7
     outcomes[:, keys.index(("external", 9))] = (6, 0, 0)          # and beats individual 9
     population.record(outcomes)
-    ratings = population.ratings()
+    ratings = population.opponents.ratings()
     assert len(ratings) == 4 + 2 + 1
     assert ratings[4] == ratings.max()
     assert ratings[5] == ratings.min()
-    weights = population._probabilities()
+    weights = population.opponents._probabilities()
     assert (weights[:, keys.index(("external", 7))] > 10 * weights[:, keys.index(("external", 9))]).all()
-    population.set_external({7: stranger[0]})                       # 9 left: its record goes, 7's stays
-    assert set(population.records) == {("external", 7)}
-    assert population.shared.count == 4 + 1 + 1
+    population.opponents.set_external({7: stranger[0]})                       # 9 left: its record goes, 7's stays
+    assert set(population.opponents.records) == {("external", 7)}
+    assert population.opponents.shared.count == 4 + 1 + 1
     population.close()

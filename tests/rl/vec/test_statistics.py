@@ -43,7 +43,7 @@ def test_an_iterations_games_count_as_an_unordered_stream(tmp_path):
                                              "rl.opponent.pool.add=self.win_rate > 0.52", f"root={tmp_path}"])
     learner = VecLearner(config)
     learner.pool.add(to_blob(learner.model), 1)
-    learner.stack_pool()                                     # stack rows: snapshot 0, snapshot 1, the initial lanes
+    learner.opponents.stack()                           # stack rows: snapshot 0, snapshot 1, the initial lanes
     outcomes = np.array([[30, 0, 30], [20, 10, 10], [300, 0, 300]], np.float32)   # wins, draws, losses per row
     learner.record(outcomes, np.zeros(3, np.float32))
     games = [(0, 1.0)] * 30 + [(0, 0.0)] * 30 + [(1, 1.0)] * 20 + [(1, 0.5)] * 10 + [(1, 0.0)] * 10
