@@ -18,13 +18,13 @@ from ..config.sections import EvaluatorSettings, RaySettings, RunSettings, Sampl
 from ..record import Checkpoints, Progress, StatusFile, format_number
 from .base import Algorithm
 from .individual import Individual
+from .learners import LearnerProcesses
 from .nsga_ii import NSGA2, NSGA2Settings
 from .pbt import PBT, PBTSettings
 from .records import Boards, Lineage, plot_lineage, save_weights, write_front
 from .settings import EvolutionSettings, PopulationCheckpointSettings
 from .space import SearchSpace
 from .tournament import Tournament, TournamentSettings
-from .worker import PopulationLearner
 
 log = logging.getLogger(__name__)
 def build_algorithm(config: Mapping[str, Any], space: SearchSpace) -> Algorithm:
@@ -69,7 +69,9 @@ class Evolution:
                                         run / "league" if run else None)
         self.stop_rule = Expression(ec.stop)
         self.folder = run
-        self.local = RaySettings.from_config(config).local_mode
+        self.processes = LearnerProcesses(self.config, self.learner_count, ec,
+                                          RaySettings.from_config(config).local_mode, self.vectorized,
+                                          self.group_size, [d.key for d in self.space], run)
         checkpoint = PopulationCheckpointSettings.from_config(self.config)
         self.checkpoints = Checkpoints(run / "population", checkpoint.keep) if run else None
         self.checkpoint_interval = checkpoint.interval
@@ -77,11 +79,8 @@ class Evolution:
         self.status_file = StatusFile(run)
         self.boards = Boards(None)
         self.progress = Progress(False)
-        self.elapsed = 0.0
-        self.trained = self.cost = self.replaced = self.spawned = 0
+        self.trained = self.cost = 0
         self.restarted: list[int] = []  # individuals whose learner died mid-round
-        self.learners: list[Any] = []
-        self.someone: rpc.Any | None = None
         self.in_flight: dict[int, Individual] = {}
         self.rate = 0.0  # env steps per second over the last few reports
         self._clock_start = time.monotonic()
@@ -123,84 +122,36 @@ class Evolution:
             write_front(self.folder, self.algorithm.front(), members, self.algorithm.objective_names, self.config)
 
     # ---- learners ------------------------------------------------------------------------------------------
-    def _spawn(self) -> Any:
-        """A learner process (a Ray actor; an object of this process with --debug): a :class:`PopulationLearner`,
-        or for a vectorized population a :class:`VecGroupLearner` of ``group_size`` members."""
-        index = self.spawned
-        self.spawned += 1
-        if self.vectorized:
-            from .vec_group import VecGroupLearner
-
-            league = str(self.folder / "league" / f"learner-{index}") if self.folder else None
-            kind: Any = VecGroupLearner
-            arguments: tuple = (dict(self.config), self.group_size, [d.key for d in self.space], index, league)
-        else:
-            kind, arguments = PopulationLearner, (dict(self.config), index)
-        if self.local:
-            return kind(*arguments, own_process=False)
-        import ray
-
-        return ray.remote(num_cpus=self.settings.learner_cpus, num_gpus=self.settings.learner_gpus,
-                          max_restarts=0)(kind).remote(*arguments)
-
     @property
     def in_process(self) -> bool:
         """The population trains in this process (one vectorized group): no Ray needed."""
         return self.rounds is not None
 
-    def start(self) -> None:
-        if self.in_process:
-            return
-        settings = rpc.RpcSettings.from_config(self.config)
-        self.learners = [self._spawn() for _ in range(self.learner_count)]
-        self.someone = rpc.connect_replacing(self.learners, lambda learners: rpc.Any(learners, settings=settings),
-                                             self._spawn, self._kill)
-
     @property
-    def started_learners(self) -> rpc.Any:
-        """The learners' ``Any`` (:meth:`start` made it)."""
-        if self.someone is None:
-            raise RuntimeError("the learners are not started (call start() first)")
-        return self.someone
+    def replaced(self) -> int:
+        """Learners that died and were replaced."""
+        return self.processes.replaced
+
+    def start(self) -> None:
+        if not self.in_process:
+            self.processes.start()
 
     def _replace(self, error: rpc.ActorDiedError, individuals: list[Individual]) -> None:
         """Swap a dead learner for a new one; its individuals are trained again from their stored state."""
-        someone = self.started_learners
-        dead = someone.handle(error.actor)
-        someone.remove(error.actor)
-        self._kill(dead)
-        replacement = rpc.join_new(self._spawn, someone.add, self._kill)
-        self.learners = [replacement if learner is dead else learner for learner in self.learners]
+        self.processes.replace(error)
         for individual in individuals:
             self.algorithm.retry(individual)
             self.restarted.append(individual.id)
-        self.replaced += 1
         names = ", ".join(str(individual.id) for individual in individuals)
         self.progress.print(f"learner died ({error.actor}) while training individual{'s' * (len(individuals) > 1)} "
                             f"{names}; replaced it ({self.replaced} so far), training again from the population "
                             f"checkpoint")
 
-    def _kill(self, learner: Any) -> None:
-        if self.local:
-            learner.close()
-            return
-        import ray
-
-        try:
-            ray.kill(learner, no_restart=True)
-        except Exception as error:  # noqa: BLE001 - already gone
-            log.debug("killing learner: %s", error)
-
     def close(self) -> None:
-        if self.someone is not None:
-            self.someone.close()
-            self.someone = None
+        self.processes.close()
         if self.in_process:
             self.rounds.close()
             self.rounds = None
-        for learner in self.learners:
-            self._kill(learner)
-        self.learners = []
         self.boards.close()
         self.progress.close()
 
@@ -236,7 +187,7 @@ class Evolution:
         if self.in_process:
             outcomes: Iterator = ((call, self.rounds.train_round(*call[1:])) for call in calls)
         else:
-            outcomes = self.started_learners.as_completed(calls)
+            outcomes = self.processes.started.as_completed(calls)
         for call, outcome in outcomes:
             tasks = call[1] if self.vectorized else [call[1]]
             reports = outcome if self.vectorized or isinstance(outcome, BaseException) else [outcome]
@@ -255,7 +206,7 @@ class Evolution:
         if self.folder is not None and evaluator.tensorboard:
             self.boards = Boards(self.folder / "tensorboard")
         self.progress = Progress(evaluator.progress)
-        if self.someone is None:
+        if self.processes.someone is None:
             self.start()
         workers = (f"one vectorized learner ({self.rounds.learner.member_envs} environments a member)"
                    if self.in_process else f"{self.learner_count} vectorized learners × {self.group_size} members"

@@ -18,7 +18,7 @@ def evolve_killing_a_learner(evolution: Evolution, after_rounds: int) -> tuple[l
     def kill() -> None:
         while evolution.trained < after_rounds:
             time.sleep(0.05)
-        pid = evolution.someone.link.connections[0].endpoint["pid"]
+        pid = evolution.processes.started.link.connections[0].endpoint["pid"]
         victims.append(pid)
         os.kill(pid, signal.SIGKILL)
 

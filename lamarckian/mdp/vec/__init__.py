@@ -13,7 +13,7 @@ from ..plugin import is_plugin, load_plugin
 from .base import VecTask
 from .battle import AntBattle, BattleSettings
 from .physics import BACKENDS, mjx_available
-from .ring import REWARD_FIELDS, AntRing, RingSettings
+from .ring import REWARD_WEIGHTS, AntRing, RewardWeights, RingSettings
 from .sumo import AntSumo, SumoSettings
 
 TASKS = ("ant_sumo", "ant_battle")
@@ -36,9 +36,9 @@ def placement(settings: Mapping[str, Any]) -> tuple[str, str, int]:
 
 
 def reward_settings(settings: Mapping[str, Any]) -> dict[str, float]:
-    """The :class:`RingSettings` reward fields the ``mdp.vec.reward`` section sets."""
+    """The :class:`RewardWeights` the ``mdp.vec.reward`` section sets (name → weight)."""
     reward = settings.get("reward") or {}
-    return {REWARD_FIELDS[key]: float(value) for key, value in reward.items() if key in REWARD_FIELDS}
+    return {key: float(value) for key, value in reward.items() if key in REWARD_WEIGHTS}
 
 
 def task_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -46,9 +46,8 @@ def task_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     band, ``spawn_yaw``, the ``physics`` joints and the ``reward`` weights (``reward.anneal`` belongs to the
     learner)."""
     physics = settings.get("physics") or {}
-    fields: dict[str, Any] = {**{key: float(physics[key]) for key in ("kp", "kd", "armature", "damping")
-                                 if key in physics},
-              **reward_settings(settings)}
+    fields: dict[str, Any] = {key: float(physics[key]) for key in ("kp", "kd", "armature", "damping") if key in physics}
+    fields["reward"] = RewardWeights(**reward_settings(settings))
     for flag in ("observe_time", "egocentric"):
         if flag in settings:
             fields[flag] = bool(settings[flag])
@@ -92,5 +91,5 @@ def create_vec_task(settings: Mapping[str, Any], seed: int = 0) -> VecTask:
     raise ValueError(f"mdp.vec.task={task!r}: expected one of {TASKS} (or backend isaacgym for Isaac Gym's tasks)")
 
 
-__all__ = ["AntBattle", "AntRing", "AntSumo", "BattleSettings", "RingSettings", "SumoSettings", "VecTask",
-           "create_vec_task", "mjx_available", "placement"]
+__all__ = ["AntBattle", "AntRing", "AntSumo", "BattleSettings", "RewardWeights", "RingSettings", "SumoSettings",
+           "VecTask", "create_vec_task", "mjx_available", "placement"]

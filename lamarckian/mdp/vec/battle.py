@@ -64,9 +64,9 @@ class AntBattle(AntRing):
         self.ranks = torch.where(mask[:, None], torch.ones_like(self.ranks), self.ranks)
 
     def rank_reward(self, rank: torch.Tensor) -> torch.Tensor:
-        """Terminal reward of a (sole) rank: ``win_reward`` for 1st down to ``lose_reward`` for last, linearly."""
+        """Terminal reward of a (sole) rank: ``reward.win`` for 1st down to ``reward.lose`` for last, linearly."""
         s = self.settings
-        return s.win_reward + (s.lose_reward - s.win_reward) * (rank.float() - 1) / (self.num_agents - 1)
+        return s.reward.win + (s.reward.lose - s.reward.win) * (rank.float() - 1) / (self.num_agents - 1)
 
     def _observe(self, qpos: torch.Tensor, qvel: torch.Tensor) -> torch.Tensor:
         ring = self.ring_radius()[:, None].expand(-1, self.num_agents)
@@ -95,7 +95,7 @@ class AntBattle(AntRing):
         shared_first = ((left == 0)[:, None] & out_now) | ((left >= 2) & done)[:, None] & standing
         sole_winner = ((left == 1) & done)[:, None] & standing
         terminal = torch.where(out_now & (left[:, None] > 0), self.rank_reward(self.ranks), 0.0)
-        terminal = terminal + s.win_reward * sole_winner.float() + s.draw_reward * shared_first.float()
+        terminal = terminal + s.reward.win * sole_winner.float() + s.reward.draw * shared_first.float()
         rewards = torch.where(alive, self._shaping(qpos, qvel, actions, radius, alive), 0.0) + terminal
         self.previous_radius = radius
         self.alive = standing
@@ -117,5 +117,5 @@ class AntBattle(AntRing):
         target = torch.gather(xy, 1, nearest[..., None].expand(-1, -1, 2))
         moved = (radius - self.previous_radius) * alive.float()                              # (E, A)
         pushed = moved.sum(1, keepdim=True) - moved
-        return self.dense_scale * (self.move_reward(qpos, qvel, target) + s.push_weight * pushed
+        return self.dense_scale * (self.move_reward(qpos, qvel, target) + s.reward.push * pushed
                                    - self.costs(actions, qpos))

@@ -22,9 +22,24 @@ OWN_STATE = ROOT_Q + ROOT_V + 2 * JOINTS  # 29: own root position, quaternion, v
 
 
 #: ``mdp.vec.reward`` keys → the :class:`RingSettings` fields that weigh rewards (a float, or one per environment)
-REWARD_FIELDS = {"win": "win_reward", "lose": "lose_reward", "draw": "draw_reward", "move": "move_weight",
-                 "push": "push_weight", "action_cost": "action_cost", "limit_cost": "limit_cost"}
 REFERENCE_SUBSTEPS = 2  # the constants below are per control step at 60 Hz (2 physics steps of 1/120 s)
+
+
+@dataclasses.dataclass(frozen=True)
+class RewardWeights:
+    """The ring tasks' rewards (``mdp.vec.reward``; per control step at 60 Hz unless terminal). A weight is a float,
+    or a ``(E, 1)`` tensor: one per environment (a vectorized population whose members search them)."""
+
+    win: Any = 2000.0
+    lose: Any = -2000.0
+    draw: Any = -1000.0
+    move: Any = 0.5                  # × speed toward the opponent (m/s)
+    push: Any = 20.0                 # × the opponents' outward radial displacement this step (m)
+    action_cost: Any = 0.005         # × sum of squared actions
+    limit_cost: Any = 0.1            # × joints at the end of their range
+
+
+REWARD_WEIGHTS = tuple(field.name for field in dataclasses.fields(RewardWeights))   # the names mdp.vec.reward sets
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,13 +65,7 @@ class RingSettings:
     spawn_yaw: float = 0.0           # each ant's heading deviates from facing the centre by up to this (radians)
     observe_time: bool = False       # append the share of the episode left (1 → 0) to every observation
     egocentric: bool = False         # append positions and velocities in each ant's own heading frame
-    win_reward: float = 2000.0
-    lose_reward: float = -2000.0
-    draw_reward: float = -1000.0
-    move_weight: float = 0.5         # × speed toward the opponent (m/s)
-    push_weight: float = 20.0        # × the opponents' outward radial displacement this step (m)
-    action_cost: float = 0.005       # × sum of squared actions
-    limit_cost: float = 0.1          # × joints at the end of their range
+    reward: RewardWeights = RewardWeights()
     backend: str = "mujoco"          # physics: mujoco (CPU) | mjx
     device: str = "cpu"              # torch device of every tensor (mjx: cpu or cuda)
     workers: int = 1                 # CPU stepping processes, this one included (mujoco backend)
@@ -86,17 +95,17 @@ class AntRing(VecTask):
         self.dense_scale = 1.0           # multiplies the dense (shaping) rewards; a learner may anneal it to 0
 
     def set_reward_weights(self, weights: Mapping[str, torch.Tensor]) -> None:
-        """Reward weights per environment: ``weights[field]`` ``(E,)`` for reward fields of :class:`RingSettings`
-        (``win_reward``, ``push_weight``...), e.g. a vectorized population whose members search them."""
+        """Reward weights per environment: ``weights[name]`` ``(E,)`` for names of :class:`RewardWeights`
+        (``win``, ``push``...), e.g. a vectorized population whose members search them."""
         for field, values in weights.items():
-            if field not in REWARD_FIELDS.values():
+            if field not in REWARD_WEIGHTS:
                 raise ValueError(f"{field!r} is not a reward weight of {type(self).__name__}")
             if tuple(values.shape) != (self.num_envs,):
                 raise ValueError(f"{field}: expected one weight per environment ({self.num_envs},), "
                                  f"got {tuple(values.shape)}")
         per_env: dict[str, Any] = {field: values.to(self.device, torch.float32)[:, None]    # (E, 1) broadcasts
                                    for field, values in weights.items()}
-        self.settings = dataclasses.replace(self.settings, **per_env)
+        self.settings = dataclasses.replace(self.settings, reward=dataclasses.replace(self.settings.reward, **per_env))
 
     def ring_radius(self) -> torch.Tensor:
         """The ring's radius in each environment ``(E,)`` (m); Ant Battle's shrinks."""
@@ -155,8 +164,8 @@ class AntRing(VecTask):
     def costs(self, actions: torch.Tensor, qpos: torch.Tensor) -> torch.Tensor:
         """Action and joint-limit costs ``(E, A)`` (positive numbers, subtracted from the reward)."""
         s = self.settings
-        return self.step_scale * (s.action_cost * actions.square().sum(-1)
-                                  + s.limit_cost * (self.scaled_joints(qpos).abs() > 0.99).float().sum(-1))
+        return self.step_scale * (s.reward.action_cost * actions.square().sum(-1)
+                                  + s.reward.limit_cost * (self.scaled_joints(qpos).abs() > 0.99).float().sum(-1))
 
     def speed_toward(self, qpos: torch.Tensor, qvel: torch.Tensor, target_xy: torch.Tensor) -> torch.Tensor:
         """Each ant's horizontal speed toward ``target_xy`` ``(E, A, 2)``, in m/s ``(E, A)``."""
@@ -169,8 +178,8 @@ class AntRing(VecTask):
         return (qpos[..., 2] < self.settings.fallen_height).float()
 
     def move_reward(self, qpos: torch.Tensor, qvel: torch.Tensor, target_xy: torch.Tensor) -> torch.Tensor:
-        """``move_weight`` × the speed toward ``target_xy`` per control step (scaled to the control rate)."""
-        return self.step_scale * self.settings.move_weight * self.speed_toward(qpos, qvel, target_xy)
+        """``reward.move`` × the speed toward ``target_xy`` per control step (scaled to the control rate)."""
+        return self.step_scale * self.settings.reward.move * self.speed_toward(qpos, qvel, target_xy)
 
     def _spawn(self) -> torch.Tensor:
         """Fresh ``qpos (E, nq)`` for every environment: ants evenly spaced around the centre at a random angle

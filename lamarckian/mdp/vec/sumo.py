@@ -49,10 +49,10 @@ class AntSumo(AntRing):
         draw = (out[:, 0] & out[:, 1]) | time_out
         done = lose0 | lose1 | draw
         pushed = (radius - self.previous_radius).flip(1)                           # the opponent's outward move
-        rewards = self.dense_scale * (self.move_reward(qpos, qvel, qpos.flip(1)[..., :2]) + s.push_weight * pushed
+        rewards = self.dense_scale * (self.move_reward(qpos, qvel, qpos.flip(1)[..., :2]) + s.reward.push * pushed
                                       - self.costs(actions, qpos))
         lost = torch.stack([lose0, lose1], dim=1).float()
-        rewards = (rewards + s.win_reward * lost.flip(1) + s.lose_reward * lost
-                   + s.draw_reward * draw.float()[:, None])
+        rewards = (rewards + s.reward.win * lost.flip(1) + s.reward.lose * lost
+                   + s.reward.draw * draw.float()[:, None])
         self.previous_radius = radius
         return rewards, done, {"win": lose1, "lose": lose0, "draw": draw, "time_outs": time_out}

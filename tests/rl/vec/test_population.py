@@ -113,7 +113,7 @@ def test_the_gpu_way_of_acting_for_the_opponents_gives_the_same_actions():
 def test_members_may_weigh_rewards_their_own_way():
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SMALL)
     population = population_with(config, mdp__vec__reward__push=[0.0, 100.0, 200.0, 300.0])
-    weights = population.task.settings.push_weight
+    weights = population.task.settings.reward.push
     assert weights.shape == (8, 1)
     assert weights[:, 0].tolist() == [0.0, 0.0, 100.0, 100.0, 200.0, 200.0, 300.0, 300.0]
     population.step()
