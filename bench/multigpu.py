@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPOSITORY))
 from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp.vec import placement  # noqa: E402
 from lamarckian.rl.distributed import Ranks  # noqa: E402
-from lamarckian.rl.vec.learner import VecLearner  # noqa: E402
+from lamarckian.rl.ondevice.learner import VecLearner  # noqa: E402
 
 
 def worker(args: argparse.Namespace) -> None:

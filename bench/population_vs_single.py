@@ -40,7 +40,7 @@ from lamarckian.model.network import seeded  # noqa: E402
 from lamarckian.rating.tournament import Entrant  # noqa: E402
 from lamarckian.rating.vec_runner import run_vec_tournament  # noqa: E402
 from lamarckian.record import Checkpoints  # noqa: E402
-from lamarckian.rl.vec.learner import vec_model  # noqa: E402
+from lamarckian.rl.ondevice.learner import vec_model  # noqa: E402
 
 FILES = ["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"]
 

@@ -36,8 +36,8 @@ from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp.vec import create_vec_task  # noqa: E402
 from lamarckian.model import ModelSettings, load_blob  # noqa: E402
 from lamarckian.record import Checkpoints  # noqa: E402
-from lamarckian.rl.vec.evaluation import VecEvaluation  # noqa: E402
-from lamarckian.rl.vec.learner import vec_model  # noqa: E402
+from lamarckian.rl.ondevice.evaluation import VecEvaluation  # noqa: E402
+from lamarckian.rl.ondevice.learner import vec_model  # noqa: E402
 
 CONFIGS = {"sumo": "mdp/vec/ant_sumo.yml", "battle": "mdp/vec/ant_battle.yml"}
 EVALUATION_SEED = 20261126   # spawns of the final games: none of the run's own evaluations used them

@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp.vec import placement  # noqa: E402
-from lamarckian.rl.vec.league import LeagueSettings
-from lamarckian.rl.vec.learner import VecLearner  # noqa: E402
-from lamarckian.rl.vec.population import VecPopulationLearner  # noqa: E402
+from lamarckian.rl.ondevice.league import LeagueSettings
+from lamarckian.rl.ondevice.learner import VecLearner  # noqa: E402
+from lamarckian.rl.ondevice.population import VecPopulationLearner  # noqa: E402
 
 
 def rate(trainer, iterations: int, warmup: int) -> float:

@@ -30,7 +30,7 @@ from vec_physics import physics_rate, wait  # noqa: E402
 from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp.vec import placement  # noqa: E402
 from lamarckian.model import to_blob  # noqa: E402
-from lamarckian.rl.vec.learner import VecLearner  # noqa: E402
+from lamarckian.rl.ondevice.learner import VecLearner  # noqa: E402
 
 
 def main() -> None:

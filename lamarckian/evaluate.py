@@ -108,7 +108,7 @@ def evaluate_vec(config, arguments: argparse.Namespace, folders: Sequence[Path],
     from .mdp.vec import create_vec_task
     from .model import ModelSettings
     from .rating.vec_runner import run_vec_tournament
-    from .rl.vec.learner import vec_model
+    from .rl.ondevice.learner import vec_model
 
     try:
         task = create_vec_task({**config["mdp"]["vec"], "play_to_end": True}, seed=config["seed"])
@@ -154,7 +154,7 @@ def film_ring_match(config, arguments: argparse.Namespace) -> tuple[dict, Any, A
     from .model.network import seeded
     from .model.stacked import StackedPolicies
     from .rating.video import record_ring_match, video_pair
-    from .rl.vec.learner import vec_model
+    from .rl.ondevice.learner import vec_model
 
     import_mujoco_renderer()                              # the GL back end is checked before the physics
     task = create_vec_task({**config["mdp"]["vec"], "num_envs": 1, "play_to_end": True}, seed=config["seed"])

@@ -36,7 +36,7 @@ def build_trainer(config: Mapping[str, Any], ranks: Any = None) -> Any:
     """The trainer ``config`` asks for: a :class:`VecLearner` for a vectorized task (``mdp.create: vec``, in this
     process, no Ray; data-parallel over ``ranks``), else the actor-fleet :class:`Learner`."""
     if config["mdp"]["create"] == "vec":
-        from .rl.vec.learner import VecLearner
+        from .rl.ondevice.learner import VecLearner
 
         return VecLearner(config, ranks)
     if ranks is not None:
@@ -51,9 +51,9 @@ def build_trainer(config: Mapping[str, Any], ranks: Any = None) -> Any:
 def train_on_ray_ranks(config: Mapping[str, Any], root: Path, delete_checkpoints: bool, delete_all: bool) -> int:
     """``train.ranks: N``: the vectorized learner on N Ray actors (:mod:`.rl.ray_ranks`); this process waits."""
     from .mdp.vec import placement
-    from .rl.vec.evaluation import evaluation_line
-    from .rl.vec.learner import OPPONENTS
-    from .rl.vec.ray_ranks import train_on_ranks
+    from .rl.ondevice.evaluation import evaluation_line
+    from .rl.ondevice.learner import OPPONENTS
+    from .rl.ondevice.ray_ranks import train_on_ranks
 
     settings = TrainSettings.from_config(config)
     if config["mdp"]["create"] != "vec":

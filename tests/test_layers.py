@@ -16,7 +16,7 @@ LAYERS = (
     ("lazy", "extras", "record", "timeline"),       # no imports of the package
     ("config",),                                    # defaults, files, edits, typed sections
     ("cli", "rpc", "model"),                        # process set-up; the RPC layer; the networks
-    ("util", "mdp"),                                # the seed's import paths; environments
+    ("util", "mdp"),                                # the original Lamarckian's import paths; environments
     ("games",),                                     # games served over the network (reached by mdp's factory by name)
     ("rating",),                                    # episode results, Elo, tournaments, matches on vectorized tasks
     ("rl",),                                        # actors, algorithms, learners, self-play
@@ -29,7 +29,7 @@ LAYER_OF = {part: number for number, parts in enumerate(LAYERS) for part in part
 RL_LAYERS = (
     ("acting", "distributed", "evaluator", "policies", "seeds", "segment", "selfplay"),   # what the algorithms use
     ("algorithms", "loop"),                                                               # updates; the run loop
-    ("fleet", "vec"),                                                                     # the back ends that run them
+    ("fleet", "ondevice"),                                                                # the back ends that run them
 )
 RL_LAYER_OF = {part: number for number, parts in enumerate(RL_LAYERS) for part in parts}
 

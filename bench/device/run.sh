@@ -137,9 +137,9 @@ precompile() {   # in the background while the tests run: steps 4-7's batch size
 }
 
 gpu_tests() {
-  CMD="python3 -m pytest -q -m gpu tests/mdp/test_vec_mjx.py tests/rl/vec/test_learner.py tests/rl/fleet/test_train.py"
+  CMD="python3 -m pytest -q -m gpu tests/mdp/test_vec_mjx.py tests/rl/ondevice/test_learner.py tests/rl/fleet/test_train.py"
   timeout "$(limit)" python3 -m pytest -q -p no:cacheprovider -m gpu tests/mdp/test_vec_mjx.py \
-    tests/rl/vec/test_learner.py tests/rl/fleet/test_train.py 2>&1 | quiet | tail -15 | tee "$WORK/gpu_tests.log"
+    tests/rl/ondevice/test_learner.py tests/rl/fleet/test_train.py 2>&1 | quiet | tail -15 | tee "$WORK/gpu_tests.log"
 }
 
 selfplay() {   # selfplay ESTIMATE: trains ESTIMATE - EST_RATING seconds

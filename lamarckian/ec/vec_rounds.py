@@ -1,5 +1,5 @@
 """evolve.py on a vectorized task: the whole population trains in this process, on one device, as one
-:class:`~lamarckian.rl.vec.population.VecPopulationLearner` (one member per individual, one forward and one batched
+:class:`~lamarckian.rl.ondevice.population.VecPopulationLearner` (one member per individual, one forward and one batched
 update for all), round after round. It stands where the Ray learners stand for the actor-fleet tasks: the engine asks
 the algorithm for a round's individuals and tells it their reports together (:meth:`VecRounds.train_round`), so PBT,
 NSGA-II and the tournament, lineage, population checkpoints and resume work unchanged.
@@ -31,11 +31,11 @@ from ..model import ModelSettings
 from ..model.network import seeded
 from ..rating.tournament import Entrant, plot, write_tables
 from ..rl.loop import TrainingLoop
+from ..rl.ondevice.evaluation import VecEvaluation
+from ..rl.ondevice.league import LeagueSettings
+from ..rl.ondevice.learner import vec_model
+from ..rl.ondevice.population import VecPopulationLearner
 from ..rl.seeds import VEC_EVALUATION_SEED_OFFSET
-from ..rl.vec.evaluation import VecEvaluation
-from ..rl.vec.league import LeagueSettings
-from ..rl.vec.learner import vec_model
-from ..rl.vec.population import VecPopulationLearner
 from .settings import EvolutionSettings, RoundSettings
 from .worker import RoundStopper, member_blobs, owned, round_config
 

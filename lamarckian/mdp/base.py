@@ -1,4 +1,4 @@
-"""The asyncio MDP contract (the seed's shape).
+"""The asyncio MDP contract (the original Lamarckian's shape).
 
 An :class:`MDP` describes its players, and ``mdp.reset(*players)`` starts an episode: it returns the
 controllers of the requested players and the ``ticks``, coroutines that advance the environment (players not

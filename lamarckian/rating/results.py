@@ -1,5 +1,6 @@
-"""What an episode gave a player, as a type: the actors build it from the controller's ``get_result()`` (the seed's
-dict contract) plus who the opponents were, and send it as a plain dict (nothing received is unpickled)."""
+"""What an episode gave a player, as a type: the actors build it from the controller's ``get_result()`` (the
+original Lamarckian's dict contract) plus who the opponents were, and send it as a plain dict (nothing received is
+unpickled)."""
 
 from __future__ import annotations
 

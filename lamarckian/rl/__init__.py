@@ -10,7 +10,7 @@
 * here: the one run loop (:mod:`.loop`), the evaluator, the acting policies, trajectory segments, seeds,
   data-parallel ranks.
 
-Names are imported on first use (PEP 562), so that the vectorized path (``lamarckian.rl.vec.learner``) runs where
+Names are imported on first use (PEP 562), so that the vectorized path (``lamarckian.rl.ondevice.learner``) runs where
 the RPC layer's dependencies (ZeroMQ, cryptography) or Ray are not installed, as on a bare GPU machine.
 """
 

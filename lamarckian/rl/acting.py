@@ -1,6 +1,6 @@
-"""How a network acts: the servers that answer a batch of ``(observation, tag)`` items with one forward each — the
-sampling or deterministic policy of an actor-critic (recurrent, state-dependent), DQN's ε-greedy, many frozen
-policies at once. The algorithms choose one (:meth:`~lamarckian.rl.algorithms.base.Algorithm.acting_policy`); the
+"""How a network acts: the acting policies that answer a batch of ``(observation, tag)`` items with one forward
+each — the sampling or deterministic policy of an actor-critic (recurrent, state-dependent), DQN's ε-greedy, many
+frozen policies at once. The algorithms choose one (:meth:`~lamarckian.rl.algorithms.base.Algorithm.acting_policy`); the
 actors' batched inference (:mod:`lamarckian.rl.fleet.inference`) calls it."""
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class StateDependentPolicy(Policy):
 
 def acting_policy(model: ActorCritic, deterministic: bool = False, generator: torch.Generator | None = None
                   ) -> Policy:
-    """The acting server of ``model``: :class:`RecurrentPolicy` when it carries a state, :class:`StateDependentPolicy`
+    """The acting policy of ``model``: :class:`RecurrentPolicy` when it carries a state, :class:`StateDependentPolicy`
     when it explores state-dependently (``model.sde``, sampling), else :class:`Policy`."""
     if getattr(model, "state_size", 0):
         return RecurrentPolicy(model, deterministic, generator)

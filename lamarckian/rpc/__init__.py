@@ -7,7 +7,7 @@ without CurveZMQ), with arrays as zero-copy frames and nothing unpickled.
 
 from .auth import run_secret
 from .callers import All, Any, Gather
-from .decorators import all, any, gather  # noqa: A004 - the seed's public names
+from .decorators import all, any, gather  # noqa: A004 - the original Lamarckian's public names
 from .errors import ActorDiedError, ProtocolError, RemoteError, RPCError
 from .replacing import connect_replacing, join_new
 from .settings import RpcSettings

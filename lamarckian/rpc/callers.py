@@ -318,7 +318,8 @@ class Gather:
     def gathering(self, name: str | None, *args: Value, **kwargs: Value) -> "_Stopper":
         """Start (or, with None, stop) every actor's loop of ``name(*args, **kwargs)``. The loops run
         from this call on; the returned object stops them on ``close()`` or at the end of a ``with`` block
-        (``with gather.gathering(...)``; the seed's ``contextlib.closing(gather.gathering(...))`` works too)."""
+        (``with gather.gathering(...)``; the original Lamarckian's ``contextlib.closing(gather.gathering(...))``
+        works too)."""
         self._stop()
         if name is not None:
             self._call = [name, list(args), kwargs]

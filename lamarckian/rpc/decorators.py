@@ -82,12 +82,12 @@ def _mark(cls: T, pattern: str) -> T:
     return cls
 
 
-def all(cls: T) -> T:  # noqa: A001 - the seed's public name
+def all(cls: T) -> T:  # noqa: A001 - the original Lamarckian's public name
     """Allow ``All(actors)('method', ...)``: call on every actor, results in actor order."""
     return _mark(cls, "all")
 
 
-def any(cls: T) -> T:  # noqa: A001 - the seed's public name
+def any(cls: T) -> T:  # noqa: A001 - the original Lamarckian's public name
     """Allow ``Any(actors)('method', ...)``: call on one free actor."""
     return _mark(cls, "any")
 

@@ -1,1 +1,1 @@
-"""Compatibility paths of the seed project."""
+"""Compatibility paths of the original Lamarckian (its users import lamarckian.util.rpc)."""

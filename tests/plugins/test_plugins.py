@@ -15,7 +15,7 @@ from lamarckian.config import load
 from lamarckian.mdp import create_mdp
 from lamarckian.rl.algorithms import algorithm_of
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.vec.learner import VecLearner
+from lamarckian.rl.ondevice.learner import VecLearner
 from lamarckian.train import main as train_main
 
 from .reinforce import Reinforce

@@ -15,7 +15,7 @@ from lamarckian.model import ModelSettings, to_blob
 from lamarckian.model.stacked import StackedPolicies
 from lamarckian.rating.vec_games import play_vec_matches
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.vec.learner import VecLearner, vec_model
+from lamarckian.rl.ondevice.learner import VecLearner, vec_model
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,7 @@ from lamarckian.mdp import create_mdp
 from lamarckian.record import Checkpoints
 from lamarckian.rl import build_model
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.vec.learner import VecLearner
+from lamarckian.rl.ondevice.learner import VecLearner
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 WROTE = re.compile(r"wrote (\S+): (\d+) frames, a game of (\d+) steps")

@@ -18,7 +18,7 @@ from lamarckian.record import Checkpoints
 from lamarckian.record.checkpoint import CHECKPOINT_FORMAT, upgrade_checkpoint
 from lamarckian.rl.fleet.learner import Learner
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.vec.learner import VecLearner
+from lamarckian.rl.ondevice.learner import VecLearner
 from lamarckian.train import main as train_main
 
 DATA = Path(__file__).resolve().parents[1] / "data"

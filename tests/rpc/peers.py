@@ -78,7 +78,7 @@ class OnlyAll:
 @all
 @any
 class SeedActor:
-    """The actor of the seed README's RPC examples: set_blob, describe, evaluate, gather."""
+    """The actor of the original Lamarckian README's RPC examples: set_blob, describe, evaluate, gather."""
 
     def __init__(self, index: int = 0) -> None:
         self.index, self.blob, self.iteration = index, None, 0

@@ -12,7 +12,7 @@ IDLE_YIELDS = 3  # loop turns without a new request before a partial batch is se
 
 
 class BatchedInference:
-    """Collects ``act`` requests and answers them with one forward pass per server (policy).
+    """Collects ``act`` requests and answers them with one forward pass per acting policy.
 
     Players ``register`` while they play. A batch is served as soon as every registered player waits;
     otherwise (some player is blocked on something else) after the event loop has been idle for a few turns,
@@ -46,13 +46,13 @@ class BatchedInference:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self.flush)
 
-    async def act(self, server: BatchPolicy, observation: np.ndarray, tag: int = 0) -> Answer:
+    async def act(self, policy: BatchPolicy, observation: np.ndarray, tag: int = 0) -> Answer:
         """(action, log-probability, value) for one observation (as converted by the model's batcher); requests
-        to the same server object share its next forward."""
+        to the same policy object share its next forward."""
         future = asyncio.get_running_loop().create_future()
-        entry = self.pending.get(id(server))
+        entry = self.pending.get(id(policy))
         if entry is None:
-            entry = self.pending[id(server)] = (server, [], [])
+            entry = self.pending[id(policy)] = (policy, [], [])
         entry[1].append((observation, tag))
         entry[2].append(future)
         if not self.waiting:
@@ -83,12 +83,12 @@ class BatchedInference:
             self._watchdog = None
 
     def flush(self) -> None:
-        """Serve every waiting request now (one forward per server)."""
+        """Serve every waiting request now (one forward per acting policy)."""
         self._flush_scheduled = False
         pending, self.pending, self.waiting = self.pending, {}, 0
-        for server, items, futures in pending.values():
+        for policy, items, futures in pending.values():
             try:
-                answers = server.serve(items)
+                answers = policy.serve(items)
             except Exception as error:  # noqa: BLE001 - handed to every waiting player, never lost in a callback
                 for future in futures:
                     if not future.done():

@@ -1,6 +1,6 @@
 """The off-policy learners (issue 17): SAC's squashed log-densities, the DQN target, next observations in segments,
 Ape-X exploration, and the replay learner on real actors: NaN segments dropped, a killed actor replaced with the
-buffer kept, resume with and without the buffer, the seed's DQN command, bad settings in one line."""
+buffer kept, resume with and without the buffer, the original Lamarckian's DQN command, bad settings in one line."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ from lamarckian.config import load
 from lamarckian.ec.space import with_values
 from lamarckian.model import to_blob
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.vec.league import LeagueSettings
-from lamarckian.rl.vec.population import VecPopulationLearner
+from lamarckian.rl.ondevice.league import LeagueSettings
+from lamarckian.rl.ondevice.population import VecPopulationLearner
 
 SMALL = ["mdp.vec.num_envs.cpu=8", "mdp.vec.horizon=8", "evaluator.progress=false", "evaluator.episodes=2",
          "evaluator.interval=0", "model.hidden=[32]", "mdp.vec.initial_share=0.5"]

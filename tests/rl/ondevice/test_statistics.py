@@ -11,9 +11,9 @@ import pytest
 from lamarckian.config import load
 from lamarckian.model import to_blob
 from lamarckian.rl.loop import TrainingLoop
+from lamarckian.rl.ondevice.learner import VecLearner
 from lamarckian.rl.selfplay.pool import OpponentPool
 from lamarckian.rl.selfplay.window import ScoreWindow
-from lamarckian.rl.vec.learner import VecLearner
 
 SMALL = ["mdp.vec.num_envs.cpu=4", "mdp.vec.horizon=8", "evaluator.progress=false"]
 

@@ -1,5 +1,5 @@
-"""The seed README's RPC examples, calls verbatim (its ``create_actors()`` made concrete), through the seed's import
-paths; with the seed's keyword arguments they run too, ignored with one warning."""
+"""The original Lamarckian README's RPC examples, calls verbatim (its ``create_actors()`` made concrete), through
+its import paths; with its keyword arguments they run too, ignored with one warning."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lamarckian.util.rpc import All, Any, Gather
-from lamarckian.util.rpc.wrap import all, any, gather  # noqa: F401 - the seed's decorator path
+from lamarckian.util.rpc.wrap import all, any, gather  # noqa: F401 - the original Lamarckian's decorator path
 
 from .peers import SeedActor
 
@@ -23,7 +23,7 @@ def test_the_seed_readme_rpc_examples_run_as_written():
     blob = np.arange(8, dtype=np.float32)
     opponents = [1, 2, 3, 4, 5]
     with warnings.catch_warnings():
-        warnings.simplefilter("error")                         # the seed's plain calls raise no warning
+        warnings.simplefilter("error")                         # the original Lamarckian's plain calls raise no warning
         rpc_all = All(actors)
         rpc_all('set_blob', blob)  # to sync blob among all actors
         rpc_any = Any(actors)
@@ -38,7 +38,7 @@ def test_the_seed_readme_rpc_examples_run_as_written():
         assert np.array_equal(tensors["blob"], blob)
         assert iteration >= 1
         assert results[0]["fitness"] == 1.0
-        stopper.close()                                        # the seed's way to stop (contextlib.closing)
+        stopper.close()                                        # its way to stop (contextlib.closing)
         rpc_gather.close()
         rpc_any.close()
 
@@ -47,7 +47,7 @@ def test_the_seeds_keyword_arguments_are_ignored_with_one_warning():
     actors = create_actors()
     with pytest.warns(UserWarning, match="config, progress are ignored"):
         everyone = All(actors, config={"rpc": {"ports": [30000, 31000]}}, progress=True)
-    with pytest.warns(UserWarning, match="Gather: the seed's keyword arguments config are ignored"):
+    with pytest.warns(UserWarning, match="Gather: the original Lamarckian's keyword arguments config are ignored"):
         gatherer = Gather(everyone, config={})
     with gatherer.gathering("gather"):
         assert gatherer()[0] == 16

@@ -14,7 +14,7 @@ import torch
 from lamarckian.config import load
 from lamarckian.model import to_blob
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.vec.learner import VecLearner
+from lamarckian.rl.ondevice.learner import VecLearner
 
 from ...mdp.vec_helpers import place
 
