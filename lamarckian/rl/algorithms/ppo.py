@@ -13,8 +13,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...config import per_device
-from ...config.sections import default_config
+from ...config import lookup, per_device
+from ...config.sections import RLSettings, TrainSettings, default_config
 from ...model import ActorCritic
 from ...model.normalizer import RunningNormalizer
 from ..distributed import Ranks, owned_samples
@@ -58,15 +58,16 @@ class PPOSettings:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], device_type: str = "cpu") -> "PPOSettings":
-        """From ``rl``, ``rl.ppo`` and ``train``; ``rl.ppo.minibatches`` may give one count per device type."""
-        rl, ppo, train = config["rl"], config["rl"]["ppo"], config["train"]
-        weights = rl["ac"]["weight_loss"]
+        """From ``rl``, ``rl.ppo`` and ``train`` (their typed sections, and the open ``rl.ppo`` and
+        ``rl.ac.weight_loss``); ``rl.ppo.minibatches`` may give one count per device type."""
+        rl, train = RLSettings.from_config(config), TrainSettings.from_config(config)
+        ppo, weights = lookup(config, "rl.ppo"), lookup(config, "rl.ac.weight_loss")
         minibatches = per_device(ppo["minibatches"], device_type, "rl.ppo.minibatches")
-        return cls(discount=rl["discount"], gae=rl["gae"], clip=ppo["clip"], clip_value=ppo.get("clip_value"),
+        return cls(discount=rl.discount, gae=rl.gae, clip=ppo["clip"], clip_value=ppo.get("clip_value"),
                    epochs=ppo["epochs"], minibatches=minibatches,
                    normalize_advantage=ppo["normalize_advantage"], critic=weights["critic"],
-                   entropy=weights["entropy"], lr=train["lr"], lr_schedule=train["lr_schedule"],
-                   lr_horizon=train["lr_horizon"], kl_target=ppo["kl_target"], grad_clip=train.get("grad_clip"),
+                   entropy=weights["entropy"], lr=train.lr, lr_schedule=train.lr_schedule,
+                   lr_horizon=train.lr_horizon, kl_target=ppo["kl_target"], grad_clip=train.grad_clip,
                    rho=ppo["rho"], max_staleness=ppo["max_staleness"], objective=ppo["objective"])
 
     @classmethod
