@@ -98,7 +98,7 @@ def test_resume_restores_what_the_run_shows(tmp_path):
     learner = VecLearner(config)
     loop = TrainingLoop(learner, tmp_path)
     loop.run(stop=lambda trainer: trainer.iteration >= 3)
-    learner.record(np.array([[3, 1, 0]] * learner.stacked.count, np.float32), np.array([6.0, 2.0, 40.0], np.float32))
+    learner.record(np.array([[3, 1, 0]] * learner.opponents.count, np.float32), np.array([6.0, 2.0, 40.0], np.float32))
     learner.update_rule.set_lr(1.234e-4)
     loop.save()
     expected = (torch.rand(4), learner.update_rule.generator.get_state(), learner.generator.get_state())
