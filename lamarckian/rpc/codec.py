@@ -3,14 +3,13 @@
 Supported: None, bool, int (64-bit), float, str, bytes, lists, tuples, dicts (any msgpack key),
 numpy arrays and scalars of numeric dtypes, CPU torch tensors (bfloat16 included). Arrays travel as
 separate buffers that the transport sends with ``copy=False``; decoding wraps received frames with
-``numpy.frombuffer`` (no copy). Anything else raises ``TypeError`` unless the (unsafe, opt-in)
-``pickle`` serializer is chosen on both ends.
+``numpy.frombuffer`` (no copy). Anything else raises ``TypeError``: nothing is pickled, and a received pickle
+(extension type :data:`EXT_PICKLE`, which older peers could send) is refused as malformed.
 """
 
 from __future__ import annotations
 
 import math
-import pickle
 import sys
 import warnings
 from typing import Any, Sequence
@@ -39,8 +38,7 @@ def _torch():
 class Encoder:
     """Encodes values one at a time (reusable, one thread); collects the buffers that travel as separate frames."""
 
-    def __init__(self, serializer: str = "msgpack") -> None:
-        self.serializer = serializer
+    def __init__(self) -> None:
         self.buffers: list[memoryview] = []
         self._packer = msgpack.Packer(default=self._default, strict_types=True, use_bin_type=True)
 
@@ -98,20 +96,17 @@ class Encoder:
         return msgpack.ExtType(EXT_TENSOR, msgpack.packb([index, dtype_name, list(tensor.shape)]))
 
     def _fallback(self, value: Any) -> msgpack.ExtType:
-        if self.serializer == "pickle":
-            return msgpack.ExtType(EXT_PICKLE, pickle.dumps(value, protocol=5))
         raise TypeError(
-            f"cannot send {type(value).__module__}.{type(value).__qualname__} with the msgpack serializer; "
-            "send arrays, numbers, strings and containers, or set rpc.serializer: pickle in a trusted cluster"
+            f"cannot send {type(value).__module__}.{type(value).__qualname__}: send arrays, numbers, strings and "
+            "containers (nothing is pickled)"
         )
 
 
 class Decoder:
     """Decodes one body against the received buffers, validating everything the sender claims."""
 
-    def __init__(self, buffers: Sequence[memoryview], serializer: str = "msgpack") -> None:
+    def __init__(self, buffers: Sequence[memoryview]) -> None:
         self.buffers = buffers
-        self.serializer = serializer
 
     def decode(self, body: bytes | memoryview) -> Any:
         try:
@@ -150,8 +145,6 @@ class Decoder:
             if dtype.kind not in SAFE_DTYPE_KINDS or dtype.itemsize != len(raw):
                 raise ProtocolError("malformed", f"bad scalar of dtype {dtype_str!r}")
             return np.frombuffer(raw, dtype=dtype)[0]
-        if code == EXT_PICKLE and self.serializer == "pickle":
-            return pickle.loads(data)  # opt-in, trusted clusters only (rpc.serializer: pickle)
         raise ProtocolError("malformed", f"unknown or disallowed extension type {code}")
 
     def _tensor(self, data: bytes) -> Any:
@@ -170,12 +163,12 @@ class Decoder:
         return tensor.view(torch.bfloat16) if dtype == torch.bfloat16 else tensor
 
 
-def encode(value: Any, serializer: str = "msgpack") -> tuple[bytes, list[memoryview]]:
+def encode(value: Any) -> tuple[bytes, list[memoryview]]:
     """Encode ``value`` into ``(body, buffers)``; arrays are referenced, not copied."""
-    encoder = Encoder(serializer)
+    encoder = Encoder()
     return encoder.encode(value), encoder.buffers
 
 
-def decode(body: bytes | memoryview, buffers: Sequence[memoryview], serializer: str = "msgpack") -> Any:
+def decode(body: bytes | memoryview, buffers: Sequence[memoryview]) -> Any:
     """Inverse of :func:`encode`; raises :class:`ProtocolError` ("malformed") on anything inconsistent."""
-    return Decoder(buffers, serializer).decode(body)
+    return Decoder(buffers).decode(body)

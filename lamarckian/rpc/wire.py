@@ -82,8 +82,8 @@ class Wire:
     def __init__(self, secret: bytes, settings: RpcSettings) -> None:
         self.signer = Signer(secret, settings.bulk_mac)
         self.settings = settings
-        self._encoder = codec.Encoder(settings.serializer)
-        self._decoder = codec.Decoder((), settings.serializer)
+        self._encoder = codec.Encoder()
+        self._decoder = codec.Decoder(())
         self._max_bytes = settings.max_message_bytes
 
     def pack(self, kind: Kind, request_id: int, value: Any = None, extra: Sequence[Any] = (), *,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import time
 
 import numpy as np
@@ -154,12 +155,14 @@ def test_a_revoked_worker_learns_it_when_it_reconnects(server):
 
 
 def test_a_pickled_payload_is_garbage_never_unpickled(server):
+    import msgpack
+
     from lamarckian.rpc import codec
 
-    body, buffers = codec.encode({"op": "hello", "id": 1, "policy": "torch", "extra": {"a", "set"}},
-                                 serializer="pickle")     # unpickled, this would be a valid hello
+    hello = {"op": "hello", "id": 1, "policy": "torch", "extra": {"a", "set"}}    # unpickled: a valid hello
+    body = msgpack.packb(msgpack.ExtType(codec.EXT_PICKLE, pickle.dumps(hello)))
     alice = server.client("alice")
-    alice.socket.send_multipart([body, *buffers])
+    alice.socket.send_multipart([body])
     assert wait_for(lambda: server.server.statistics().get("garbage") == 1)
     assert alice.receive(0.3) is None
     assert server.server.statistics()["workers"]["alice"]["policy"] == ""
