@@ -83,7 +83,7 @@ class Learner(Trainer):
         """(Re)build the network (initialized from ``config.seed``), PPO, the evaluator and the opponent pool from
         ``config``; counters restart at 0. Running actors are kept: the caller sends them the new weights.
         (evolve.py's learners call this for each individual they train.)"""
-        if hasattr(self, "config") and evaluation_shape(config) != evaluation_shape(self.config):
+        if self.fleet.beside is not None and evaluation_shape(config) != evaluation_shape(self.config):
             self.fleet.close_evaluation()                # its MDP and network were the previous config's
         self.config = config
         self.algorithm = algorithm_of(config)
