@@ -1,5 +1,5 @@
 """Faults on a timetable against a running job, every one logged (``events.jsonl``: seconds since the start, what,
-the target), while the job is watched (``samples.jsonl``: its progress from ``status.json``, and every
+the target, how long it waited), while the job is watched (``samples.jsonl``: its progress from ``status.json``, and every
 ``memory_period`` s the resident memory and open files of all its processes, in all and by kind of process:
 ``by_kind`` maps a kind to [processes, open files, MiB])."""
 
@@ -16,8 +16,9 @@ from . import procs
 
 @dataclasses.dataclass
 class Fault:
-    """``inject()`` every ``every`` seconds, the first time at ``first`` (default: ``every``). ``inject`` returns
-    what it hit, or None where it found no target then (logged as skipped)."""
+    """``inject()`` every ``every`` seconds, the first time at ``first`` (default: ``every``), each time once the job
+    has moved on since the fault before (see :meth:`Watch.run`). ``inject`` returns what it hit, or None where it
+    found no target then (logged as skipped)."""
 
     kind: str
     every: float
@@ -61,6 +62,7 @@ class Watch:
         self.start = time.monotonic()
         self.last_memory = -float("inf")
         self.last_status: tuple[float, float] | None = None     # (status time, cost) last recorded
+        self.cost = 0.0                                          # env steps the job last reported
 
     def now(self) -> float:
         return time.monotonic() - self.start
@@ -73,6 +75,7 @@ class Watch:
         status = self.status()
         if status is not None and (status.get("time"), status.get("cost")) != self.last_status:
             self.last_status = (status.get("time"), status.get("cost"))
+            self.cost = float(status.get("cost") or 0.0)
             self.samples.write({"t": round(self.now(), 3), "cost": status.get("cost"), "pid": status.get("pid"),
                                 **{k: status[k] for k in ("trained", "iteration") if k in status}})
         if self.now() - self.last_memory >= self.memory_period:
@@ -89,14 +92,25 @@ class Watch:
     def run(self, faults: list[Fault], seconds: float, period: float = 0.5,
             between: Callable[[], None] | None = None) -> None:
         """Inject ``faults`` on their timetable for ``seconds``, observing every ``period`` s and calling
-        ``between()`` (the scenario's own upkeep: restarting what should be restarted)."""
+        ``between()`` (the scenario's own upkeep: restarting what should be restarted).
+
+        A fault that falls due waits until the job has reported more env steps than when the fault before fell
+        (the first: any), so that every fault is judged by the job moving on from it: on a slow machine, where
+        starting learners or restoring a checkpoint takes longer than a short run's interval, faults would
+        otherwise fall on a job that never got going, and nothing could be told of them. The wait is logged
+        (``waited``, s) and the fault's next time counts from when it fell."""
         due = [self.now() + (f.first if f.first is not None else f.every) for f in faults]
+        cost_at_last_fault = 0.0
         while self.now() < seconds:
             for index, fault in enumerate(faults):
-                if self.now() >= due[index]:
-                    due[index] += fault.every
+                if self.now() >= due[index] and self.cost > cost_at_last_fault:
+                    waited = self.now() - due[index]
+                    due[index] = self.now() + fault.every
                     hit = fault.inject()
-                    self.event(fault.kind, **(hit if hit is not None else {"hit": False, "why": "no target"}))
+                    if hit is not None:
+                        cost_at_last_fault = self.cost
+                    self.event(fault.kind, waited=round(waited, 1),
+                               **(hit if hit is not None else {"hit": False, "why": "no target"}))
             if between is not None:
                 between()
             self.observe()

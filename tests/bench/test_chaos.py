@@ -16,7 +16,7 @@ sys.path.insert(0, str(REPOSITORY / "bench"))
 
 import chaos  # noqa: E402
 from chaoslib.faults import StallProxy  # noqa: E402
-from chaoslib.schedule import Log  # noqa: E402
+from chaoslib.schedule import Fault, Log, Watch  # noqa: E402
 
 
 @pytest.fixture
@@ -90,6 +90,39 @@ def test_a_run_that_never_moved_fails_with_that_reason(tmp_path):
     _, failed = chaos.summarize("evolve", tmp_path, baseline=None)
     assert any("no measurable progress" in line for line in failed)
 
+
+
+def watched_job(tmp_path: Path, costs: list[float]) -> tuple[Watch, list[float]]:
+    """A Watch over a job whose status reports ``costs`` one after another (the last one from then on), and the
+    times its one fault (due every 0.05 s) fell."""
+    reports = iter(costs)
+    status = {"time": 0.0, "cost": 0.0}
+
+    def next_status() -> dict:
+        status["cost"] = next(reports, status["cost"])
+        status["time"] += 1.0
+        return dict(status)
+
+    watch = Watch(tmp_path, "no-such-run", next_status, lambda: [])
+    fell: list[float] = []
+    watch.run([Fault("poke", 0.05, lambda: fell.append(watch.now()) or {"hit": True})], seconds=0.6, period=0.02)
+    return watch, fell
+
+
+def test_a_fault_waits_until_the_job_has_reported_env_steps(tmp_path):
+    _, fell = watched_job(tmp_path, [0.0])
+    assert fell == []
+
+
+def test_each_fault_waits_for_the_job_to_move_on_from_the_one_before(tmp_path):
+    _, fell = watched_job(tmp_path, [0.0, 0.0, 10.0, 10.0, 10.0, 10.0, 20.0])       # two moves: two faults
+    assert len(fell) == 2
+
+
+def test_a_waiting_fault_logs_how_long_it_waited(tmp_path):
+    watch, _ = watched_job(tmp_path, [0.0] * 10 + [10.0])
+    waited = [event["waited"] for event in Log(tmp_path / "events.jsonl").read() if event["kind"] == "poke"]
+    assert waited[0] > 0.1
 
 @pytest.mark.slow
 def test_every_scenario_survives_five_minutes_of_faults(tmp_path):
