@@ -1,7 +1,7 @@
 """Faults on a timetable against a running job, every one logged (``events.jsonl``: seconds since the start, what,
-the target, how long it waited), while the job is watched (``samples.jsonl``: its progress from ``status.json``, and every
-``memory_period`` s the resident memory and open files of all its processes, in all and by kind of process:
-``by_kind`` maps a kind to [processes, open files, MiB])."""
+the target, how long it waited), while the job is watched (``samples.jsonl``: its progress from ``status.json``,
+and every ``memory_period`` s the resident memory and open files of all its processes, in all and by kind of
+process: ``by_kind`` maps a kind to [processes, open files, MiB])."""
 
 from __future__ import annotations
 
