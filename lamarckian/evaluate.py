@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     folders = [arguments.checkpoints] + ([arguments.opponents] if arguments.opponents else [])
     out = arguments.out or arguments.checkpoints.resolve().parent / "evaluation"
     try:
-        config = load(arguments.config, arguments.modify)
+        config = load(arguments.config, arguments.modify, local_mode=arguments.debug)
         from .rl.policies import refuse_policies
 
         refuse_policies(config, "evaluate.py")
@@ -89,8 +89,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .rating.runner import run_tournament
     from .rl.fleet.actor import Actor
 
-    if arguments.debug:
-        config["ray"]["local_mode"] = True
     start_ray(config["ray"])
     run_tournament(config, entrants, arguments.games, out, Actor, seats=len(mdp), local=arguments.debug)
     return 0

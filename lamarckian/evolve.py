@@ -32,9 +32,7 @@ def local_cpus(config: Mapping[str, Any]) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     args = run_arguments("evolve.py", __doc__, argv)
     try:
-        config = load(args.config or DEFAULT_FILES, args.modify, ranges=True)
-        if args.debug:
-            config["ray"]["local_mode"] = True
+        config = load(args.config or DEFAULT_FILES, args.modify, ranges=True, local_mode=args.debug)
         from .ec import Evolution
 
         root = Path(config["root"])

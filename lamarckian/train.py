@@ -102,14 +102,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     TIMELINE.mark("interpreter, imports, arguments")
     config: Mapping[str, Any] | None = None
     try:
-        config, sources = load_with_sources(args.config, args.modify)
+        config, sources = load_with_sources(args.config, args.modify, local_mode=args.debug)
         refuse_ignored(config, sources, *ignored_settings(config))
         TIMELINE.mark("configuration read")
         if args.print_config:
             print_config(config, sources)
             return 0
-        if args.debug:
-            config["ray"]["local_mode"] = True
         uses_ray = fleet_uses_ray(config)
         if uses_ray is False:            # the actors' fork server imports torch while this process builds
             from .rl.fleet import ACTOR_MODULES

@@ -35,6 +35,16 @@ from .space import with_values
 ACTOR_SECTIONS = ("model", "sample")
 
 
+def _set_lr(learner: Learner, value: Any) -> None:
+    learner.set_lr(float(value))
+
+
+#: searched settings that a trained state holds too, each with how a learner takes the individual's value once its
+#: (donor's) state is loaded: the state's learning rate is where the donor's schedule stood, and an update rule
+#: (a user's own as well) restores it with the optimizer
+HELD_BY_STATE = {"train.lr": _set_lr}
+
+
 def round_config(base: Mapping[str, Any], hparams: Mapping[str, Any], seed: int) -> dict[str, Any]:
     """The learner's config for one individual: the base with its hyper-parameters and seed; no periodic
     evaluation, no files, no terminal display (the engine records everything)."""
@@ -133,8 +143,9 @@ class PopulationLearner:
             version = learner.version
             learner.load_state_dict(owned(task["state"]))
             learner.version = version
-            if "train.lr" in task["hparams"]:
-                learner.set_lr(float(task["hparams"]["train.lr"]))
+            for key, apply in HELD_BY_STATE.items():
+                if key in task["hparams"]:
+                    apply(learner, task["hparams"][key])
         if task.get("weight_noise"):
             generator = torch.Generator().manual_seed(int(task["id"]))
             with torch.no_grad():

@@ -59,3 +59,9 @@ def test_a_setting_the_trainer_would_ignore_is_refused(tmp_path, capsys, files, 
     assert message in error
     assert len(error.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_debug_on_a_vectorized_task_is_not_refused_as_an_ignored_setting(tmp_path, capsys):
+    """--debug chooses the local mode at load, not as a ray.* setting, which a vectorized run would refuse."""
+    assert main(["--debug", "-c", "mdp/vec/ant_sumo.yml", "--print-config", "-m", f"root={tmp_path}/run"]) == 0
+    assert "local_mode: true" in capsys.readouterr().out

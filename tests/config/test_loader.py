@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lamarckian.config import ConfigError, load
+from lamarckian.config.checked import load_with_sources
 from lamarckian.config.loader import CONFIG_DIR, DEFAULTS, read_yaml
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -149,3 +150,14 @@ def test_some_keys_take_one_value_per_device_type():
                             ("rl.ppo.minibatches={cpu: 2.5}", "expected int")):
         with pytest.raises(ConfigError, match=re.escape(message)):
             load([], [change])
+
+
+def test_local_mode_at_load_wins_over_the_files(tmp_path):
+    (tmp_path / "remote.yml").write_text("ray:\n  local_mode: false\n")
+    config = load([str(tmp_path / "remote.yml")], local_mode=True)
+    assert config["ray"]["local_mode"] is True
+
+
+def test_local_mode_at_load_is_not_a_setting_of_the_users():
+    _, sources = load_with_sources(["mdp/vec/ant_sumo.yml"], local_mode=True)
+    assert "ray.local_mode" not in sources.by_key
