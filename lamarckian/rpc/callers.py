@@ -51,6 +51,11 @@ class _Caller:
         """Drop an actor (by handle, or by index): a dead one, or one no longer wanted."""
         self.link.detach(self._connection(actor))
 
+    def hosts(self) -> list[str]:
+        """Where each actor serves, in order: the host of its TCP address (``tcp://HOST:PORT``)."""
+        return [str(connection.endpoint["address"]).removeprefix("tcp://").rsplit(":", 1)[0]
+                for connection in self.link.connections]
+
     def handle(self, actor: Value) -> Value:
         """The handle of an actor given by name (as in :class:`ActorDiedError`), index or handle."""
         return self._connection(actor).handle

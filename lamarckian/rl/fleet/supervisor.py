@@ -110,6 +110,10 @@ class ActorFleet:
                                                self.spawn, self.discard)
         self._gather = rpc.Gather(self._everyone, credits=segments_in_flight)
         TIMELINE.mark("actors started and connected")
+        hosts = collections.Counter(self._everyone.hosts())
+        if len(hosts) > 1:                   # a cluster of several machines: say where the actors landed
+            self.progress.print(f"actors on {len(hosts)} hosts: "
+                                + ", ".join(f"{host} ({count})" for host, count in sorted(hosts.items())))
 
     def connect_workers(self, config: Mapping[str, Any], model: torch.nn.Module, keep_fixed: bool) -> None:
         """Reach the remote workers of :attr:`remote` instead of actors of its own (``keep_fixed``: their ONNX
