@@ -53,19 +53,21 @@ class RayNodes:
         """The head's GCS address (``ray.address`` of a driver on any host)."""
         return f"{self.hosts[0].address}:{GCS_PORT}"
 
-    def start(self, timeout: float = 120.0) -> None:
-        """The head, then every other node; returns once all are alive."""
+    def start(self, count: int | None = None, timeout: float = 120.0) -> None:
+        """The head, then the other nodes of the first ``count`` hosts (default: all); returns once all are
+        alive."""
         deadline = time.monotonic() + timeout
-        self.add(self.hosts[0], head=True)
+        self.add(self.hosts[0], head=True, wait=False)
         self.wait_started(0, deadline)
-        for host in list(self.hosts.hosts)[1:]:
-            self.add(host)
-        for index in range(1, len(self.hosts)):
-            self.wait_started(index, deadline)
-        self.wait_for(len(self.hosts), max(1.0, deadline - time.monotonic()))
+        joining = list(self.hosts.hosts)[1:count]
+        for host in joining:
+            self.add(host, wait=False)
+        for host in joining:
+            self.wait_started(self.hosts.hosts.index(host), deadline)
+        self.wait_for(1 + len(joining), max(1.0, deadline - time.monotonic()))
 
-    def add(self, host: Host, head: bool = False) -> None:
-        """Start a node on ``host`` (the head, or one joining the head)."""
+    def add(self, host: Host, head: bool = False, wait: bool = True, timeout: float = 120.0) -> None:
+        """Start a node on ``host`` (the head, or one joining the head; ``wait``: until Ray counts it alive)."""
         index = self.hosts.hosts.index(host)
         role = ["--head", f"--port={GCS_PORT}", "--include-dashboard=false"] if head else [f"--address={self.address}"]
         argv = [sys.executable, "-m", "ray.scripts.scripts", "start", *role, f"--node-ip-address={host.address}",
@@ -73,6 +75,9 @@ class RayNodes:
                 "--disable-usage-stats", "--block"]
         self.nodes[host.namespace] = self.hosts.popen(host, argv, log=self.folder / f"ray-{index}.log",
                                                       cwd=self.folder, env=self.env)
+        if wait:
+            self.wait_started(index, time.monotonic() + timeout)
+            self.wait_for(len(self.nodes), timeout)
 
     def wait_started(self, index: int, deadline: float) -> None:
         """Until node ``index``'s ``ray start`` says its runtime started (RuntimeError if it ended or took past

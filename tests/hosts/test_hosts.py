@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,68 @@ def test_train_py_learns_cartpole_with_actors_on_three_hosts(tmp_path):
     assert placed.group(1) == "3", placed.group(0)
     evaluations = [float(m) for m in re.findall(r"fitness ([-\d.e+]+) over", completed.stderr)]
     assert max(evaluations, default=0.0) >= 475, completed.stderr[-3000:]
+
+
+def wait_for_line(log: Path, text: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in (log.read_text(errors="replace") if log.exists() else ""):
+        assert time.monotonic() < deadline, f"no {text!r} in {log} after {timeout} s"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_a_short_cut_is_ridden_out_and_a_partition_replaces_the_parted_actor(tmp_path):
+    """rpc.timeout 5 s: host 2 cut off for 3 s (its actor lives on: nobody is declared dead), later for 15 s (3×
+    the timeout: its actor is declared dead and replaced on a host Ray can reach). The run goes on to its end, and
+    the parted actor that comes back when the link is mended changes nothing (one replacement in all)."""
+    log = tmp_path / "train.log"
+    with Hosts(3) as hosts, RayNodes(hosts, tmp_path / "nodes", cpus=2) as nodes:
+        nodes.start()
+        train = hosts.popen(hosts[0], [
+            sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml", "mdp/gym/cartpole.yml", "-m",
+            f"root={tmp_path / 'run'}", f"ray.address={nodes.address}", "ray.launch=ray", "sample.actors=3",
+            "sample.num_cpus=1", "rpc.timeout=5", "evaluator.beside=false", "evaluator.interval=1000000",
+            "evaluator.terminate=self.time >= 40"], log=log, cwd=tmp_path, env=nodes.environment())
+        wait_for_line(log, "actors on 3 hosts", 90)
+        time.sleep(3)
+        hosts.cut(hosts[2])
+        time.sleep(3)
+        hosts.mend(hosts[2])
+        time.sleep(4)
+        ridden_out = "actor died" not in log.read_text(errors="replace")
+        hosts.cut(hosts[2])
+        time.sleep(15)
+        hosts.mend(hosts[2])
+        code = train.wait(timeout=120)
+    text = log.read_text(errors="replace")
+    assert code == 0, text[-3000:]
+    assert ridden_out, text[-3000:]
+    assert "replaced it (1 so far)" in text, text[-3000:]
+    assert "(2 so far)" not in text, text[-3000:]
+    assert "done: self.time >= 40 holds" in text, text[-3000:]
+
+
+@pytest.mark.slow
+def test_a_host_that_joins_after_the_run_started_gets_an_actor_that_works(tmp_path):
+    """The head's host offers 1 CPU: the first actor starts there while the cluster has one address (it binds
+    loopback), the second waits for a CPU; a second host joins and the second actor starts there, at that host's
+    address, and the learner trains from both."""
+    log = tmp_path / "train.log"
+    with Hosts(2) as hosts, RayNodes(hosts, tmp_path / "nodes", cpus=1) as nodes:
+        nodes.start(count=1)
+        train = hosts.popen(hosts[0], [
+            sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml", "mdp/gym/cartpole.yml", "-m",
+            f"root={tmp_path / 'run'}", f"ray.address={nodes.address}", "ray.launch=ray", "sample.actors=2",
+            "sample.num_cpus=1", "evaluator.beside=false", "evaluator.interval=3",
+            "evaluator.terminate=self.fitness >= 475 or self.cost > 600000"], log=log, cwd=tmp_path,
+            env=nodes.environment())
+        time.sleep(8)
+        waited = "iter " not in log.read_text(errors="replace")       # no update before the second actor is up
+        nodes.add(hosts[1])
+        joined = hosts[1].address
+        code = train.wait(timeout=150)
+    text = log.read_text(errors="replace")
+    assert code == 0, text[-3000:]
+    assert waited, text[-3000:]
+    assert f"actors on 2 hosts: {joined} (1), 127.0.0.1 (1)" in text, text[-3000:]
+    assert max((float(m) for m in re.findall(r"fitness ([-\d.e+]+) over", text)), default=0.0) >= 475, text[-3000:]

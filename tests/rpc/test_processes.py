@@ -61,6 +61,16 @@ def test_children_serve_all_any_and_gather_from_their_own_processes():
             child.close()
 
 
+def test_the_callers_say_where_each_actor_serves():
+    children = [spawn(Echo, tag) for tag in (1, 2)]
+    try:
+        with All(children) as everyone:
+            assert everyone.hosts() == ["127.0.0.1", "127.0.0.1"]       # one machine: loopback
+    finally:
+        for child in children:
+            child.close()
+
+
 def test_a_failing_constructor_is_named_with_its_error():
     child = spawn(broken, 7, name="Broken")
     with pytest.raises(ActorDiedError, match="no Echo for tag 7"):
