@@ -15,7 +15,11 @@ Targets (issues 18 and 34, 2-core machine):
 machine (one actor on each worker node, the caller on the head): links between nodes carry a tag per message, or
 CurveZMQ (``rpc.curve``), whose figures are printed beside the unencrypted ones.
 
-    python bench/rpc.py [--repeats 15] [--cluster]
+``--hosts`` (root; docs/cluster.md) runs them across 3 hosts with their own addresses (network namespaces on a
+bridge, a Ray node in each, bench/hostlib): the caller on the head's host, 4 actors on each of the 2 other hosts;
+the 50 MB broadcast beside ray.put + 8 calls, the same calls beside them on the caller's own host.
+
+    python bench/rpc.py [--repeats 15] [--cluster | --hosts]
 """
 
 from __future__ import annotations
@@ -324,6 +328,61 @@ def cross_node(options: argparse.Namespace) -> None:
         cluster.shutdown()
 
 
+def across_hosts(options: argparse.Namespace) -> None:
+    """Make 3 hosts and their Ray nodes, run this script's ``--hosts-driver`` inside the first, print its table."""
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from hostlib.netns import Hosts
+    from hostlib.ray_nodes import RayNodes
+
+    folder = Path(tempfile.mkdtemp(prefix="hosts-rpc-"))
+    with Hosts(3) as hosts, RayNodes(hosts, folder, cpus=4) as nodes:
+        nodes.start()
+        completed = hosts.run(hosts[0], [sys.executable, __file__, "--hosts-driver", nodes.address,
+                                         "--repeats", str(options.repeats)], timeout=1200, env=nodes.environment())
+    print(completed.stdout, end="")
+    if completed.returncode != 0:
+        raise SystemExit(f"bench/rpc.py --hosts: the driver failed:\n{completed.stderr[-3000:]}")
+
+
+def hosts_driver(options: argparse.Namespace) -> None:
+    """Inside the head's host: 4 actors on each of the other two hosts' nodes, and 4 on this host's own node."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    ray.init(address=options.hosts_driver, log_to_driver=False)
+    own = ray.util.get_node_ip_address()
+    nodes = {node["NodeManagerAddress"]: node["NodeID"] for node in ray.nodes() if node["Alive"]}
+
+    def place(addresses: list[str], per_host: int = LARGE_FANOUT // 2) -> list[Value]:
+        return [ray.remote(num_cpus=0)(Peer).options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=nodes[address], soft=False)).remote()
+            for address in addresses for _ in range(per_host)]
+
+    others = sorted(address for address in nodes if address != own)
+    blob = np.random.default_rng(1).random(LARGE_BROADCAST_BYTES // 4, dtype=np.float32)
+    n = max(1, options.broadcasts // 4)
+    rows = []
+    for label, addresses in (("2 other hosts", others), ("this host", [own, own])):
+        actors = place(addresses)
+        patterns = Patterns(actors, RpcSettings.defaults(), options)
+        mine = patterns.broadcast(blob, n)
+        by_ray = timed(lambda: [ray_broadcast(blob, actors) for _ in range(n)], options.repeats) / n
+        rows.append((f"All: 50 MB to 8 actors on {label}", f"{mine * 1e3:.1f} ms", f"{by_ray * 1e3:.1f} ms",
+                     f"{mine / by_ray:.2f}x"))
+        rows.append((f"Any: no-op round trip, actors on {label}", f"{patterns.round_trip() * 1e6:.0f} us", "", ""))
+        rows.append((f"Gather: 1 MB results, actors on {label}", f"{patterns.gather_throughput() / 1e9:.2f} GB/s",
+                     "", ""))
+        patterns.close()
+        for actor in actors:
+            ray.kill(actor)
+    print_table(f"lamarckian.rpc across 3 hosts (network namespaces, bench/hostlib) - {time.strftime('%Y-%m-%d')} - "
+                f"median of {options.repeats}", ("pattern", "ours", "ray.put + 8 calls", "ratio"), rows)
+    ray.shutdown()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=15)
@@ -331,8 +390,15 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=400, help="1 MB results per timed Gather block")
     parser.add_argument("--broadcasts", type=int, default=20, help="4 MB broadcasts per timed All block")
     parser.add_argument("--cluster", action="store_true", help="between the nodes of a 3-raylet Cluster instead")
+    parser.add_argument("--hosts", action="store_true", help="across 3 hosts of their own (root; bench/hostlib)")
+    parser.add_argument("--hosts-driver", metavar="ADDRESS", help=argparse.SUPPRESS)   # --hosts's own process
     options = parser.parse_args()
-    (cross_node if options.cluster else single_node)(options)
+    if options.hosts_driver:
+        hosts_driver(options)
+    elif options.hosts:
+        across_hosts(options)
+    else:
+        (cross_node if options.cluster else single_node)(options)
 
 
 if __name__ == "__main__":
