@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -55,11 +56,14 @@ def random_score(game: str, episodes: int, seed: int = 0) -> float:
 
 
 def scalar_series(run: Path, name: str) -> list[tuple[float, float]]:
-    """``(env steps, value)`` of TensorBoard scalar ``name`` of the run at ``run``."""
+    """``(env steps, value)`` of TensorBoard scalar ``name`` of the run at ``run`` (empty where it has none: a
+    training return exists only once an episode ended)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(run / "tensorboard"), size_guidance={"scalars": 0})
     events.Reload()
+    if name not in events.Tags().get("scalars", []):
+        return []
     return [(float(event.step), float(event.value)) for event in events.Scalars(name)]
 
 
@@ -87,11 +91,15 @@ def main() -> None:
     evaluations = read_rows(root / "evaluations.csv")
     training = scalar_series(root, "train/return")
     tenth = max(1, len(training) // 10)
-    first, last = (statistics.mean(v for _, v in part) for part in (training[:tenth], training[-tenth:]))
+    first, last = (statistics.mean(v for _, v in part) if part else math.nan
+                   for part in (training[:tenth], training[-tenth:]))
     start, end = evaluations[0]["fitness"], evaluations[-1]["fitness"]
     print(f"{arguments.game}, {arguments.minutes:g} min, {evaluations[-1]['cost']:.0f} env steps")
-    print(f"training return (clipped, per life): first tenth {first:.2f}, last tenth {last:.2f}, "
-          f"ratio {last / max(1e-9, first):.2f}")
+    if training:
+        print(f"training return (clipped, per life): first tenth {first:.2f}, last tenth {last:.2f}, "
+              f"ratio {last / max(1e-9, first):.2f}")
+    else:
+        print(f"training return: no training episode ended in {arguments.minutes:g} min")
     print(f"evaluation score: start {start:.1f}, end {end:.1f}; random policy {reference:.2f}, "
           f"end / random {end / max(1e-9, reference):.2f}")
     reached = next((row for row in evaluations if arguments.threshold is not None
