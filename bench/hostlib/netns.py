@@ -21,8 +21,6 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-MARK = "LAMARCKIAN_HOSTS_RUN"      # every process started in a host carries it (its value: the harness's tag)
-
 
 def why_unavailable() -> str | None:
     """Why namespaces cannot be made here (not root, no ``ip``), or None."""
@@ -66,7 +64,7 @@ class Hosts:
 
     Args:
         count: how many hosts.
-        tag: names the namespaces and links (default: from this process's id), and marks their processes.
+        tag: names the namespaces and links (default: from this process's id).
     """
 
     def __init__(self, count: int, tag: str | None = None) -> None:
@@ -112,7 +110,7 @@ class Hosts:
     def popen(self, host: Host, argv: Sequence[str], *, log: Path | None = None, cwd: Path | None = None,
               env: dict[str, str] | None = None) -> subprocess.Popen:
         """``argv`` started inside ``host`` (its output appended to ``log``, else discarded)."""
-        environment = {**os.environ, **(env or {}), MARK: self.tag}
+        environment = {**os.environ, **(env or {})}
         output: Any = open(log, "ab") if log is not None else subprocess.DEVNULL   # noqa: SIM115 - the child owns it
         process = subprocess.Popen(["ip", "netns", "exec", host.namespace, *argv], stdout=output,
                                    stderr=subprocess.STDOUT, cwd=cwd, env=environment, start_new_session=True)
@@ -125,7 +123,7 @@ class Hosts:
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         """``argv`` run inside ``host`` to its end (output captured as text)."""
         return subprocess.run(["ip", "netns", "exec", host.namespace, *argv], capture_output=True, text=True,
-                              timeout=timeout, cwd=cwd, env={**os.environ, **(env or {}), MARK: self.tag})
+                              timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})})
 
     # ---- faults ---------------------------------------------------------------------------------------------
     def cut(self, host: Host) -> None:

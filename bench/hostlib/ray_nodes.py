@@ -4,7 +4,6 @@ and one authentication token for all (as a cluster of real machines shares it: `
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import subprocess
@@ -117,7 +116,3 @@ class RayNodes:
         """What a driver started in a host needs beside the address (the token)."""
         return dict(self.env)
 
-
-def repository_env(repository: Path) -> dict[str, str]:
-    """PYTHONPATH with the repository first (a driver in a host imports the project from its tree)."""
-    return {"PYTHONPATH": os.pathsep.join([str(repository), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
