@@ -174,10 +174,11 @@ def median(values: list[float]) -> float:
     return statistics.median(reached) if len(reached) * 2 > len(values) else math.nan
 
 
-def setup(python: Path) -> None:
-    """The peers' virtual environment (seeing this one's packages), with the pinned peers installed in it."""
+def setup(python: Path, packages: tuple[str, ...] = PEER_PACKAGES) -> None:
+    """A peers' virtual environment (seeing this one's packages) at ``python``'s folder, with the pinned
+    ``packages`` installed in it."""
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(python.parents[1])], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", *PEER_PACKAGES], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", *packages], check=True)
     print(f"peers installed in {python.parents[1]}")
 
 
