@@ -26,6 +26,7 @@ task (``populations_<task>.png``).
     python bench/populations.py --setup
     python bench/populations.py [--tasks cartpole pendulum pong] [--sides evolve tune rllib] [--population 4]
                                 [--seeds 0 1 2] [--plot docs/]
+    python bench/populations.py --tasks exploits --seeds 0     # exploit steps: rounds for 120 s, no threshold
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ TASKS = {
                           model=dict(fcnet_activation="relu"))),
     "pong": Task("built-in Pong against the rule opponent to 95 % wins", (), "win", 0.95, 20480, 300.0, None),
 }
+#: exploit steps under load: CartPole rounds of 4096 env steps with no threshold, for a fixed time
+TASKS["exploits"] = dataclasses.replace(TASKS["cartpole"], title="CartPole-v1, 120 s of rounds (exploit steps)",
+                                        threshold=math.inf, interval=4096, limit=120.0)
 
 
 def evolve_arguments(task: Task, population: int, seed: int) -> tuple[list[str], list[str]]:
@@ -217,8 +221,9 @@ def run(side: str, task: Task, population: int, seed: int, python: Path) -> dict
     with tempfile.TemporaryDirectory() as folder:
         if side == "evolve":
             root = Path(folder) / "run"
+            reached = f"self.best >= {task.threshold} or " if math.isfinite(task.threshold) else ""
             command = [sys.executable, str(REPOSITORY / "evolve.py"), "-D", "-c", *files, "-m", *modify,
-                       f"root={root}", f"ec.stop=self.best >= {task.threshold} or self.time >= {task.limit}"]
+                       f"root={root}", f"ec.stop={reached}self.time >= {task.limit}"]
             lines, peak = watch(command, root / "lineage.jsonl", task.limit)
             evaluations = evolve_rows(lines)
         else:
@@ -260,7 +265,7 @@ def gap_cell(values: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
+    parser.add_argument("--tasks", nargs="+", default=["cartpole", "pendulum", "pong"], choices=list(TASKS))
     parser.add_argument("--sides", nargs="+", default=["evolve", "tune", "rllib"], choices=["evolve", "tune", "rllib"])
     parser.add_argument("--population", type=int, default=4)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

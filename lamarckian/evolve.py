@@ -38,6 +38,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         root = Path(config["root"])
         evolution = Evolution(config, root)  # checks the search space and the algorithm; writes nothing
         configure_process(evolution.config)     # the base config: search ranges resolved
+        if not evolution.uses_ray and not evolution.in_process and not args.debug:
+            from .ec.learners import LEARNER_MODULES
+            from .rpc.processes import warm_up
+
+            warm_up(LEARNER_MODULES)     # the learners' fork server imports torch while this process goes on
     except (ConfigError, ValueError, TypeError, KeyError) as error:
         print(f"evolve.py: error: {error}", file=sys.stderr)
         return 2
@@ -50,10 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     resumed = evolution.resume()
     if resumed is not None:
         print(f"resuming from {resumed} ({evolution.trained} rounds, {evolution.cost} env steps)", file=sys.stderr)
-    ray_config = dict(config["ray"])
-    if not ray_config.get("address") and not ray_config.get("num_cpus"):
-        ray_config["num_cpus"] = local_cpus(evolution.config)
-    if not evolution.in_process:                  # one vectorized group trains in this process, without Ray
+    if evolution.uses_ray:
+        ray_config = dict(config["ray"])
+        if not ray_config.get("address") and not ray_config.get("num_cpus"):
+            ray_config["num_cpus"] = local_cpus(evolution.config)
         start_ray(ray_config)
     return run_job(evolution.run, evolution.save, evolution.close, "population checkpoint")
 

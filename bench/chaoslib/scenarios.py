@@ -221,8 +221,8 @@ def individuals_lost(algorithm: dict[str, Any], lineage: Path, population: int) 
 
 
 def is_learner(proc: procs.Proc) -> bool:
-    """evolve.py's learner process (a Ray worker)."""
-    return proc.cmdline.startswith("ray::PopulationLearner")
+    """evolve.py's learner process: a Ray worker (this scenario's cluster) or a child process ``lam:Learner``."""
+    return proc.cmdline.startswith("ray::PopulationLearner") or proc.comm.startswith("lam:Learner")
 
 
 class Evolve(Scenario):

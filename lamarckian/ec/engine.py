@@ -18,7 +18,7 @@ from ..config.sections import EvaluatorSettings, RaySettings, RunSettings, Sampl
 from ..record import Checkpoints, Progress, StatusFile, format_number
 from .base import Algorithm
 from .individual import Individual
-from .learners import LearnerProcesses
+from .learners import LearnerProcesses, learners_use_ray
 from .nsga_ii import NSGA2, NSGA2Settings
 from .pbt import PBT, PBTSettings
 from .records import Boards, Lineage, plot_lineage, save_weights, write_front
@@ -126,6 +126,11 @@ class Evolution:
     def in_process(self) -> bool:
         """The population trains in this process (one vectorized group): no Ray needed."""
         return self.rounds is not None
+
+    @property
+    def uses_ray(self) -> bool:
+        """Whether the learners need Ray (:func:`~.learners.learners_use_ray`); else they are child processes."""
+        return not self.in_process and learners_use_ray(self.config, self.vectorized)
 
     @property
     def replaced(self) -> int:

@@ -1,5 +1,6 @@
-"""evolve.py's learner processes as one supervised set: started (Ray actors; objects of this process with
-``--debug``), reached through one ``Any``, a dead one replaced by a fresh one, all ended at the close."""
+"""evolve.py's learner processes as one supervised set: started (child processes of evolve.py on one machine, Ray
+actors where Ray is needed or running, objects of this process with ``--debug``), reached through one ``Any``, a
+dead one replaced by a fresh one, all ended at the close."""
 
 from __future__ import annotations
 
@@ -8,8 +9,27 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import rpc
+from ..config.sections import RaySettings, TrainSettings
+from ..rpc import processes
+from ..rpc.sockets import running_ray
 from .settings import EvolutionSettings
 from .worker import PopulationLearner
+
+#: what the warm fork server of learner processes imports, so each learner starts at once
+LEARNER_MODULES = ("lamarckian.ec.worker",)
+
+
+def learners_use_ray(config: Mapping[str, Any], vectorized: bool) -> bool:
+    """Whether evolve.py's learners need Ray: ``ray.launch: ray``, a cluster ``ray.address``, GPUs reserved per
+    learner (``ec.learner_gpus``), a learner's update over several GPUs (``train.gpus`` > 1) or vectorized groups
+    (Ray actors of their GPUs). Else (``ray.launch`` auto or processes) the learners are child processes of
+    evolve.py, forked from a warm server, and so are their actors: no Ray, and the first round starts seconds
+    sooner (docs/evolution.md, "Against Ray Tune"). Never in ``local_mode``."""
+    ray = RaySettings.from_config(config)
+    if ray.local_mode:
+        return False
+    gpus = EvolutionSettings.from_config(config).learner_gpus > 0 and ray.launch != "processes"
+    return ray.uses_ray(TrainSettings.from_config(config).gpus) or vectorized or gpus
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +72,10 @@ class LearnerProcesses:
             kind, arguments = PopulationLearner, (dict(self.config), index)
         if self.local:
             return kind(*arguments, own_process=False)
+        launch = RaySettings.from_config(self.config).launch
+        if launch == "processes" or (launch == "auto" and running_ray() is None):
+            processes.warm_up(LEARNER_MODULES)
+            return processes.spawn(kind, *arguments, name=f"Learner{index}")
         import ray
 
         return ray.remote(num_cpus=self.settings.learner_cpus, num_gpus=self.settings.learner_gpus,
@@ -86,6 +110,9 @@ class LearnerProcesses:
         if self.local:
             learner.close()
             return
+        if isinstance(learner, processes.ProcessActor):
+            learner.kill()
+            return
         import ray
 
         try:
@@ -94,10 +121,13 @@ class LearnerProcesses:
             log.debug("killing learner: %s", error)
 
     def close(self) -> None:
-        """End every learner."""
+        """End every learner (a learner process closes its actors first)."""
         if self.someone is not None:
             self.someone.close()
             self.someone = None
         for learner in self.learners:
-            self.kill(learner)
+            if isinstance(learner, processes.ProcessActor):
+                learner.close()
+            else:
+                self.kill(learner)
         self.learners = []

@@ -91,6 +91,9 @@ def _serve(factory: Callable[..., Any], args: tuple, kwargs: dict, pipe: multipr
     """The child: build the object, then answer the parent's requests until it says close or goes away."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)       # Ctrl-C reaches the parent, which closes its children
     _name_process(name)
+    # the object may start children of its own (an evolve.py learner's actors): multiprocessing refuses that in a
+    # daemonic process. They end with it all the same: their pipes close when it exits.
+    multiprocessing.current_process().daemon = False
     try:
         target = factory(*args, **kwargs)
     except BaseException as error:  # noqa: BLE001 - every failure goes back to the parent, named
