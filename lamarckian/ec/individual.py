@@ -45,10 +45,11 @@ class Individual:
         return not math.isnan(self.fitness)
 
     def absorb(self, report: Mapping[str, Any], objective_names: Sequence[str]) -> None:
-        """Write a training round's outcome back into the individual (weights, optimizer, scores)."""
+        """Write a training round's outcome back into the individual (weights, optimizer, scores). Its fitness is the
+        first objective (``ec.objectives[0]``: what PBT and tournaments rank, ``ec.stop``'s ``self.best``)."""
         self.state = report["state"]
         self.summary = {k: float(v) for k, v in report["summary"].items()}
-        self.fitness = self.summary.get("fitness", math.nan)
+        self.fitness = self.summary.get(objective_names[0] if objective_names else "fitness", math.nan)
         self.objectives = [objective_value(self.summary, name) for name in objective_names]
         self.episodes = [float(x) for x in report["episodes"]]
         self.age += 1

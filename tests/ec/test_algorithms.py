@@ -145,3 +145,16 @@ def test_state_round_trip_keeps_slots_idle_and_random_state():
     assert clone.next_id == pbt.next_id
     assert sorted(clone.idle) == [0, 1, 2]
     np.testing.assert_equal(clone.ask().hparams, clone.slots[clone.slots.index(clone.slots[0])].hparams)
+
+
+def test_pbt_ranks_the_members_by_the_first_objective():
+    """``ec.objectives: [win]`` on Pong: the member that wins least is copied over, whatever its score margin (the
+    evaluation's ``fitness``); bench/populations.py found PBT ranking by ``fitness`` whatever the objective."""
+    pbt = PBT(space(), 2, ["win"], 0, PBTSettings.defaults(quantile=0.5))
+    loser, winner = pbt.ask(), pbt.ask()
+    pbt.tell(loser, report(4.0, "learned-by-loser", win=0.2))      # wide margins in the games it won, few wins
+    pbt.tell(winner, report(1.0, "learned-by-winner", win=0.9))
+    assert pbt.slots[1].fitness == 0.9
+    again = pbt.ask()
+    pbt.tell(again, report(4.0, "learned-by-loser", win=0.2))
+    assert pbt.slots[0].state == {"tag": "learned-by-winner"}
