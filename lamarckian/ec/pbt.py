@@ -55,7 +55,8 @@ class PBT(SlotAlgorithm):
 
     def replace(self, slot: int) -> Individual | None:
         """Exploit if the reporting member has trained ``ready`` rounds and ranks in the bottom quantile of every
-        scored member (a child not yet trained stands with its donor's scores)."""
+        scored member (a child not yet trained stands with its donor's scores): it copies a member of the top
+        quantile that is better than it (none when they tie, as every member of a solved task does)."""
         settings, member = self.settings, self.slots[slot]
         if settings.exploit == "none" or member.age < settings.ready:
             return None
@@ -63,9 +64,10 @@ class PBT(SlotAlgorithm):
         if len(scored) < 2:
             return None
         bottom, top = quantiles([self.slots[i].fitness for i in scored], settings.quantile)
-        if slot not in [scored[i] for i in bottom]:
+        better = [scored[i] for i in top if self.slots[scored[i]].fitness > member.fitness]
+        if slot not in [scored[i] for i in bottom] or not better:   # ties (a solved task): nothing to copy
             return None
-        donor = self.slots[scored[top[int(self.random.integers(len(top)))]]]
+        donor = self.slots[better[int(self.random.integers(len(better)))]]
         if settings.exploit == "ttest" and not significantly_better(donor.episodes, member.episodes,
                                                                     settings.significance):
             return None

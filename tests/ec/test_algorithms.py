@@ -158,3 +158,13 @@ def test_pbt_ranks_the_members_by_the_first_objective():
     again = pbt.ask()
     pbt.tell(again, report(4.0, "learned-by-loser", win=0.2))
     assert pbt.slots[0].state == {"tag": "learned-by-winner"}
+
+
+def test_pbt_does_not_copy_a_member_that_only_ties():
+    """Every member at CartPole's 500: the one that reports last ranks bottom of the sort but copying a member no
+    better than itself only churns the population (bench/populations.py: 143 exploits in 148 rounds)."""
+    pbt = PBT(space(), 4, ["fitness"], 0, PBTSettings.defaults(quantile=0.25))
+    run_round(pbt, lambda individual: 500.0)
+    member = pbt.ask()
+    pbt.tell(member, report(500.0, "learned-by-itself"))
+    assert [m.id for m in pbt.slots] == [0, 1, 2, 3]
