@@ -33,16 +33,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = run_arguments("evolve.py", __doc__, argv)
     try:
         config = load(args.config or DEFAULT_FILES, args.modify, ranges=True, local_mode=args.debug)
+        from .ec.settings import LEARNER_MODULES, EvolutionSettings, learners_use_ray
+        from .ec.space import SearchSpace
+
+        base = SearchSpace.from_config(config).base        # search ranges resolved: the sections can be read
+        if not args.debug and not learners_use_ray(base, EvolutionSettings.from_config(base).vectorized_for(base)):
+            from .rpc.processes import warm_up
+
+            warm_up(LEARNER_MODULES)     # the learners' fork server imports torch while this process does
         from .ec import Evolution
 
         root = Path(config["root"])
         evolution = Evolution(config, root)  # checks the search space and the algorithm; writes nothing
         configure_process(evolution.config)     # the base config: search ranges resolved
-        if not evolution.uses_ray and not evolution.in_process and not args.debug:
-            from .ec.learners import LEARNER_MODULES
-            from .rpc.processes import warm_up
-
-            warm_up(LEARNER_MODULES)     # the learners' fork server imports torch while this process goes on
     except (ConfigError, ValueError, TypeError, KeyError) as error:
         print(f"evolve.py: error: {error}", file=sys.stderr)
         return 2

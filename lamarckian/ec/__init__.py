@@ -1,7 +1,13 @@
-"""Evolution over learners: PBT, NSGA-II and tournament ensembles; hyper-parameter spaces from ``[lo, hi]``."""
+"""Evolution over learners: PBT, NSGA-II and tournament ensembles; hyper-parameter spaces from ``[lo, hi]``.
 
-from .engine import Evolution, build_algorithm
-from .individual import Individual
-from .space import Dimension, SearchSpace
+Names are imported on first use (PEP 562), so that evolve.py can read the settings (:mod:`.settings`, :mod:`.space`)
+and start its learners' fork server before torch is imported.
+"""
 
-__all__ = ["Dimension", "Evolution", "Individual", "SearchSpace", "build_algorithm"]
+from ..lazy import lazy_exports
+
+_WHERE = {"Dimension": "space", "Evolution": "engine", "Individual": "individual", "SearchSpace": "space",
+          "build_algorithm": "engine"}
+
+__all__ = sorted(_WHERE)
+__getattr__ = lazy_exports(__name__, _WHERE)

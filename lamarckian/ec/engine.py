@@ -18,11 +18,11 @@ from ..config.sections import EvaluatorSettings, RaySettings, RunSettings, Sampl
 from ..record import Checkpoints, Progress, StatusFile, format_number
 from .base import Algorithm
 from .individual import Individual
-from .learners import LearnerProcesses, learners_use_ray
+from .learners import LearnerProcesses
 from .nsga_ii import NSGA2, NSGA2Settings
 from .pbt import PBT, PBTSettings
 from .records import Boards, Lineage, plot_lineage, save_weights, write_front
-from .settings import EvolutionSettings, PopulationCheckpointSettings
+from .settings import EvolutionSettings, PopulationCheckpointSettings, learners_use_ray
 from .space import SearchSpace
 from .tournament import Tournament, TournamentSettings
 
@@ -129,7 +129,7 @@ class Evolution:
 
     @property
     def uses_ray(self) -> bool:
-        """Whether the learners need Ray (:func:`~.learners.learners_use_ray`); else they are child processes."""
+        """Whether the learners need Ray (:func:`~.settings.learners_use_ray`); else they are child processes."""
         return not self.in_process and learners_use_ray(self.config, self.vectorized)
 
     @property

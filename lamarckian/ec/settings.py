@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from ..config.sections import CheckpointSettings, MDPSettings, Section
+from ..config.sections import CheckpointSettings, MDPSettings, RaySettings, Section, TrainSettings
 
 ALGORITHMS = ("pbt", "nsga_ii", "tournament")
 
@@ -72,3 +72,20 @@ class PopulationCheckpointSettings(CheckpointSettings):
     """``ec.checkpoint``: seconds between population checkpoints, how many are kept."""
 
     KEY = "ec.checkpoint"
+
+
+#: what the warm fork server of learner processes imports, so each learner starts at once
+LEARNER_MODULES = ("lamarckian.ec.worker",)
+
+
+def learners_use_ray(config: Mapping[str, Any], vectorized: bool) -> bool:
+    """Whether evolve.py's learners need Ray: ``ray.launch: ray``, a cluster ``ray.address``, GPUs reserved per
+    learner (``ec.learner_gpus``), a learner's update over several GPUs (``train.gpus`` > 1) or vectorized groups
+    (Ray actors of their GPUs). Else (``ray.launch`` auto or processes) the learners are child processes of
+    evolve.py, forked from a warm server, and so are their actors: no Ray, and the first round starts seconds
+    sooner (docs/evolution.md, "Against Ray Tune"). Never in ``local_mode``."""
+    ray = RaySettings.from_config(config)
+    if ray.local_mode:
+        return False
+    gpus = EvolutionSettings.from_config(config).learner_gpus > 0 and ray.launch != "processes"
+    return ray.uses_ray(TrainSettings.from_config(config).gpus) or vectorized or gpus

@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from lamarckian.ec import Evolution
-from lamarckian.ec.learners import learners_use_ray
+from lamarckian.ec.settings import learners_use_ray
 from lamarckian.rpc.processes import ProcessActor
 
 from .killing import evolve_killing_a_learner
