@@ -245,7 +245,9 @@ def run(side: str, task: Task, population: int, seed: int, python: Path) -> dict
 def summary(task: Task, result: dict[str, Any], budgets: list[float]) -> dict[str, Any]:
     """Seconds to the threshold, the best evaluation at each budget, the exploit and continue gaps, memory."""
     evaluations: list[Evaluation] = result["evaluations"]
-    reached = next((e.t for e in evaluations if e.fitness >= task.threshold), math.nan)
+    first = next((e for e in evaluations if e.fitness >= task.threshold), None)
+    reached = first.t if first is not None else math.nan
+    steps = first.env_steps if first is not None else math.nan     # the member's env steps (inherited ones too)
     best = {budget: max((e.fitness for e in evaluations if e.t <= budget and not math.isnan(e.fitness)),
                         default=math.nan) for budget in budgets}
     exploits = [e.gap for e in evaluations if e.exploited and not math.isnan(e.gap)]
@@ -255,7 +257,7 @@ def summary(task: Task, result: dict[str, Any], budgets: list[float]) -> dict[st
         if not math.isnan(e.fitness) and e.fitness > so_far:
             so_far = e.fitness
             curve.append((e.t, so_far))
-    return {"reached": reached, "best": best, "exploits": exploits, "continues": continues,
+    return {"reached": reached, "steps": steps, "best": best, "exploits": exploits, "continues": continues,
             "peak": result["peak"], "curve": curve, "rounds": len(evaluations)}
 
 
@@ -290,7 +292,8 @@ def main() -> None:
             for side in sides:
                 outcome = summary(task, run(side, task, args.population, seed, args.python), args.budgets)
                 results[side].append(outcome)
-                print(f"  {task.title} seed {seed} {side}: reached at {outcome['reached']:.1f} s, best "
+                print(f"  {task.title} seed {seed} {side}: reached at {outcome['reached']:.1f} s "
+                      f"({outcome['steps']} env steps of the member), best "
                       + ", ".join(f"{v:.3g} at {b:.0f} s" for b, v in outcome["best"].items())
                       + f"; {outcome['rounds']} rounds, exploit steps {gap_cell(outcome['exploits'])}, between "
                       f"own rounds {gap_cell(outcome['continues'])}; peak {outcome['peak'] / 2**30:.2f} GiB",
@@ -302,7 +305,9 @@ def main() -> None:
             reference = {s: median([r["reached"] for r in results[s]]) for s in results if s != "evolve"}
             ratios = [f"{reached / value:.2f}× {s}" if side == "evolve" and value == value and reached == reached
                       else "" for s, value in reference.items()]
-            table.append([task.title, side, median_and_spread([r["reached"] for r in runs]),
+            steps = median([r["steps"] for r in runs])
+            table.append([task.title, side, median_and_spread([r["reached"] for r in runs])
+                          + ("" if math.isnan(steps) else f" [{steps / 1000:.1f} k]"),
                           *(f"{statistics.median(r['best'][b] for r in runs):.3g}" for b in args.budgets),
                           gap_cell([g for r in runs for g in r["exploits"]]),
                           gap_cell([g for r in runs for g in r["continues"]]),

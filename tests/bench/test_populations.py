@@ -42,10 +42,11 @@ def test_tune_rows_call_a_trial_exploited_when_its_values_changed():
 
 
 def test_the_summary_takes_the_first_evaluation_at_the_threshold_and_the_best_within_each_budget():
-    rows = [populations.Evaluation(t, "m", fitness, 0, math.nan, False)
-            for t, fitness in [(30.0, 200.0), (50.0, 480.0), (70.0, 500.0)]]
+    rows = [populations.Evaluation(t, "m", fitness, steps, math.nan, False)
+            for t, fitness, steps in [(30.0, 200.0, 8192), (50.0, 480.0, 16384), (70.0, 500.0, 24576)]]
     summary = populations.summary(populations.TASKS["cartpole"], {"evaluations": rows, "peak": 0}, [60.0, 180.0])
     assert summary["reached"] == 50.0
+    assert summary["steps"] == 16384
     assert summary["best"] == {60.0: 480.0, 180.0: 500.0}
 
 
