@@ -18,6 +18,7 @@ import yaml
 
 from .config import ConfigError, lookup
 from .config.sections import RaySettings, RemoteSettings, RunSettings, SampleSettings, TrainSettings
+from .errors import NoProgress
 from .extras import missing_dependency
 
 #: errors that mean the user asked for something that cannot be (a bad key, value, file, missing extra): exit 2
@@ -149,7 +150,8 @@ def _quiet_when_disk_full(arguments: threading.ExceptHookArgs) -> None:
 
 def run_job(run: Callable[[], Any], save: Callable[[], Any] | None, close: Callable[[], None], saved: str) -> int:
     """Run the job to its end: Ctrl-C saves it (``save``; None: ``run`` saves on its own, as the training loop
-    does) and exits with code 130; a full disk stops it with one line and code :data:`EXIT_DISK_FULL` (checkpoints
+    does) and exits with code 130; a run that cannot progress (:class:`~lamarckian.errors.NoProgress`) stops with one
+    line and code 1; a full disk stops it with one line and code :data:`EXIT_DISK_FULL` (checkpoints
     are written whole or not at all, so the newest on disk is intact); the job and a Ray this program started are
     always closed. The exit code."""
     previous_hook, threading.excepthook = threading.excepthook, _quiet_when_disk_full
@@ -157,6 +159,10 @@ def run_job(run: Callable[[], Any], save: Callable[[], Any] | None, close: Calla
         _run_and_close(run, save, close, saved)
     except KeyboardInterrupt:
         return 130
+    except NoProgress as error:
+        print(f"{Path(sys.argv[0]).name}: error: the run cannot progress: {error}; the newest {saved} on disk is "
+              "intact", file=sys.stderr)
+        return 1
     except OSError as error:
         if error.errno not in DISK_FULL:
             raise

@@ -217,7 +217,8 @@ class TrainSettings(Section):
 @dataclasses.dataclass(frozen=True)
 class SampleSettings(Section):
     """``sample``: the actor fleet (actors, environments per actor, segment length, back-pressure, CPUs each, the
-    longest a waiting request is held for a bigger batch in seconds)."""
+    longest a waiting request is held for a bigger batch in seconds, the seconds without an iteration after which
+    the console says what the run waits for, and a run in which not one env step finished then stops)."""
 
     KEY = "sample"
 
@@ -229,11 +230,12 @@ class SampleSettings(Section):
     sync: bool
     eval: int
     batch_wait: float | None
+    stall: float
 
     def __post_init__(self) -> None:
         _require(self, actors=self.actors >= 1, num_cpus=self.num_cpus >= 0, envs=self.envs >= 1,
                  truncation=self.truncation >= 1, credits=self.credits >= 1, eval=self.eval >= 0,
-                 batch_wait=self.batch_wait is None or self.batch_wait > 0)
+                 batch_wait=self.batch_wait is None or self.batch_wait > 0, stall=self.stall > 0)
 
 
 @dataclasses.dataclass(frozen=True)

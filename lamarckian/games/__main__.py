@@ -55,6 +55,9 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     serve.add_argument("--drop-rate", type=float, default=0.0, help="share of requests never answered")
     serve.add_argument("--garbage-rate", type=float, default=0.0, help="share of replies replaced by random bytes")
     serve.add_argument("--crash-after", type=int, default=0, help="die abruptly after this many steps (0: never)")
+    serve.add_argument("--spike-every", type=int, default=0, metavar="N",
+                       help="hold every N-th reply --spike longer (0: never)")
+    serve.add_argument("--spike", type=duration, default=0.0, help="how long a spiked reply is held (1.5s)")
     serve.add_argument("--workers", type=int, default=1, help="processes sharing the listening socket")
     serve.add_argument("--max-episodes", type=int, default=65536, help="episodes per connection, at most")
     serve.add_argument("--seed", type=int, default=0)
@@ -83,7 +86,7 @@ def serve(arguments: argparse.Namespace) -> int:
     mdp_config = load(arguments.config, modifications)["mdp"]
     secret = protocol.read_secret(arguments.secret)
     faults = server.Faults(arguments.latency, arguments.jitter, arguments.drop_rate, arguments.garbage_rate,
-                           arguments.crash_after)
+                           arguments.crash_after, arguments.spike_every, arguments.spike)
     game = server.GameServer(lambda seed: create_mdp(mdp_config, seed=seed), secret, bots=arguments.bot,
                              faults=faults, max_episodes=arguments.max_episodes, seed=arguments.seed)
     tls = None

@@ -260,7 +260,8 @@ def describe_space(space: gymnasium.Space) -> dict[str, Any]:
     if isinstance(space, gymnasium.spaces.Discrete):
         return {"type": "discrete", "n": int(space.n), "start": int(space.start)}
     if isinstance(space, gymnasium.spaces.MultiDiscrete):
-        return {"type": "multi_discrete", "nvec": space.nvec.reshape(-1).tolist(), "shape": list(space.shape)}
+        return {"type": "multi_discrete", "nvec": space.nvec.reshape(-1).tolist(), "shape": list(space.shape),
+                "start": space.start.reshape(-1).tolist()}
     if isinstance(space, gymnasium.spaces.MultiBinary):
         return {"type": "multi_binary", "n": space.n if isinstance(space.n, int) else np.asarray(space.n).tolist()}
     if isinstance(space, gymnasium.spaces.Dict):
@@ -288,8 +289,10 @@ def build_space(description: Any, where: str = "space") -> gymnasium.Space:
         if kind == "discrete":
             return gymnasium.spaces.Discrete(int(description["n"]), start=int(description.get("start", 0)))
         if kind == "multi_discrete":
-            return gymnasium.spaces.MultiDiscrete(np.asarray(description["nvec"], np.int64).reshape(
-                description.get("shape", [len(description["nvec"])])))
+            shape = description.get("shape", [len(description["nvec"])])
+            start = np.asarray(description.get("start", np.zeros(len(description["nvec"]))), np.int64)
+            return gymnasium.spaces.MultiDiscrete(np.asarray(description["nvec"], np.int64).reshape(shape),
+                                                  start=start.reshape(shape))
         if kind == "multi_binary":
             count = description["n"]
             return gymnasium.spaces.MultiBinary(count if isinstance(count, int) else list(count))
@@ -337,6 +340,12 @@ def conform(value: Any, space: gymnasium.Space, where: str) -> Any:
         raise ProtocolViolation(f"{where}: expected numbers, got {array.dtype}")
     if array.shape != space.shape:
         raise ProtocolViolation(f"{where}: shape {array.shape}, the space's is {space.shape}")
+    if isinstance(space, (gymnasium.spaces.MultiDiscrete, gymnasium.spaces.MultiBinary)):
+        low, high = (space.start, space.start + space.nvec) if isinstance(space, gymnasium.spaces.MultiDiscrete) \
+            else (0, 2)
+        if array.dtype.kind == "f" and not np.all(array == np.round(array)) or np.any(array < low) \
+                or np.any(array >= high):
+            raise ProtocolViolation(f"{where}: {array.tolist()!r:.80} is outside {space}")
     return array.astype(space.dtype, copy=False)
 
 
@@ -344,6 +353,10 @@ def encode_action(action: Any, space: gymnasium.Space) -> Any:
     """An action as plain msgpack (an int for Discrete, nested lists otherwise) that any game can read."""
     if isinstance(space, gymnasium.spaces.Discrete):
         return int(np.asarray(action).reshape(-1)[0])
+    if isinstance(space, gymnasium.spaces.Dict):
+        return {name: encode_action(action[name], sub) for name, sub in space.spaces.items()}
+    if isinstance(space, gymnasium.spaces.Tuple):
+        return [encode_action(part, sub) for part, sub in zip(action, space.spaces)]
     return np.asarray(action, space.dtype).tolist()
 
 

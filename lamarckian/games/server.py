@@ -42,6 +42,9 @@ class Faults:
         drop_rate: share of requests never answered (the client's timeout has to catch them).
         garbage_rate: share of replies replaced by a frame of random bytes.
         crash_after: the process dies abruptly after serving this many steps (0: never).
+        spike_every: every this many-th request takes ``spike`` seconds longer to play (0: never): a game that now
+            and then stalls past the trainer's ``mdp.game.timeout``; a ``close`` that comes meanwhile drops the answer.
+        spike: seconds a spiked request stalls, beside the latency.
     """
 
     latency: float = 0.0
@@ -49,9 +52,13 @@ class Faults:
     drop_rate: float = 0.0
     garbage_rate: float = 0.0
     crash_after: int = 0
+    spike_every: int = 0
+    spike: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("latency", "jitter", "drop_rate", "garbage_rate"):
+        if self.spike_every < 0:
+            raise ValueError(f"spike_every={self.spike_every}: expected >= 0")
+        for name in ("latency", "jitter", "drop_rate", "garbage_rate", "spike"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name}={getattr(self, name)}: expected >= 0")
         if self.drop_rate > 1 or self.garbage_rate > 1:
@@ -199,6 +206,10 @@ class GameServer:
 
     async def _answer(self, message: dict[str, Any], number: int, served: Served, peer: Peer) -> None:
         try:
+            self.counters["requests"] += 1
+            if self.faults.spike_every and self.counters["requests"] % self.faults.spike_every == 0:
+                self.counters["spiked"] += 1
+                await asyncio.sleep(self.faults.spike)
             if message["type"] == "step":
                 await self._step(served, message.get("actions"))
         except Exception as error:  # noqa: BLE001 - a bad action or a failing game ends that episode, not the server

@@ -14,12 +14,14 @@ from torch import nn
 from torch.distributions import Categorical, Normal
 
 from ..config.sections import Section
+from .actions import FACTORED, FactoredActions, FactoredDistribution
 from .normalizer import RunningNormalizer
 from .observation import ObservationBatcher
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "silu": nn.SiLU}
 BOUNDS = ("clip", "tanh")
 RECURRENT = ("lstm", "gru")
+Distribution = torch.distributions.Distribution | FactoredDistribution   # what :meth:`ActorCritic.distribution` gives
 ILLEGAL = -1e9   # the logit of a masked action: exp() is 0, and 0 × ILLEGAL keeps entropies finite
 
 
@@ -172,21 +174,57 @@ class ActorCritic(nn.Module):
             self.actor_core = RecurrentCore(settings.recurrent, width)
             self.critic_core = None if settings.shared else RecurrentCore(settings.recurrent, width)
         self.mask = policy_input.mask
-        if self.mask is not None and not isinstance(action_space, gymnasium.spaces.Discrete):
-            raise ValueError(f"the observations carry an action_mask but the action space {action_space} is not "
-                             "discrete: masks apply to categorical actions only")
-        if isinstance(action_space, gymnasium.spaces.Discrete):
-            self.discrete = True
+        self.factored: FactoredActions | None = None     # MultiDiscrete, MultiBinary, Dict, Tuple: one head per part
+        self.discrete = isinstance(action_space, gymnasium.spaces.Discrete)
+        if self.discrete:
+            assert isinstance(action_space, gymnasium.spaces.Discrete)
             self.policy_head = init_layer(nn.Linear(width, int(action_space.n)), 0.01)
         elif isinstance(action_space, gymnasium.spaces.Box):
-            self.discrete = False
             size = int(np.prod(action_space.shape))
             self.policy_head = init_layer(nn.Linear(width, size), 0.01)
             shape = (width, size) if settings.sde else (size,)       # gSDE: a deviation per exploration weight
             self.log_std = nn.Parameter(torch.full(shape, settings.log_std))
+        elif isinstance(action_space, FACTORED):
+            self.factored = self._factor(action_space, settings, width)
         else:
-            raise TypeError(f"action space {action_space} is not supported (Discrete, Box)")
+            raise TypeError(f"action space {action_space} is not supported (Discrete, Box, MultiDiscrete, "
+                            "MultiBinary, and Dict or Tuple of those)")
+        self._check_mask(action_space)
         self.value_head = init_layer(nn.Linear(width, 1), 1.0)
+
+    def _factor(self, action_space: gymnasium.Space, settings: ModelSettings, width: int) -> FactoredActions:
+        """The head of a factorised action space: every part's logits and Gaussian means from one layer, a log
+        standard deviation per Gaussian dimension."""
+        factored = FactoredActions(action_space)
+        if settings.sde:
+            raise ValueError(f"model.sde={settings.sde}: state-dependent exploration is for Box actions; this action "
+                             f"space is {action_space}")
+        self.policy_head = init_layer(nn.Linear(width, factored.head), 0.01)
+        if factored.gaussian:
+            self.log_std = nn.Parameter(torch.full((factored.gaussian,), settings.log_std))
+        return factored
+
+    def _check_mask(self, action_space: gymnasium.Space) -> None:
+        """An ``action_mask`` in the observations must flag every categorical choice (a Discrete's, or every
+        element's of a MultiDiscrete/MultiBinary: their legal flags side by side)."""
+        if self.mask is None:
+            return
+        width = self.mask.stop - self.mask.start
+        choices = int(action_space.n) if isinstance(action_space, gymnasium.spaces.Discrete) else \
+            self.factored.logits if self.factored is not None and not self.factored.gaussian else None
+        if choices is None:
+            raise ValueError(f"the observations carry an action_mask but the action space {action_space} is not "
+                             "discrete: masks apply to categorical actions only")
+        if width != choices:
+            raise ValueError(f"the observations' action_mask has {width} flags, the action space {action_space} has "
+                             f"{choices} choices (a flag per choice, MultiDiscrete elements side by side)")
+
+    @property
+    def gaussian_std(self) -> torch.Tensor | None:
+        """The standard deviations of the Gaussian actions (their learned parameter, exponentiated); None when no
+        part of the action is Gaussian."""
+        log_std = getattr(self, "log_std", None)
+        return None if log_std is None else log_std.detach().exp()
 
     def prepare(self, observation: torch.Tensor) -> torch.Tensor:
         """Scale images to [0, 1]; normalize vectors (if configured)."""
@@ -274,20 +312,22 @@ class ActorCritic(nn.Module):
             critic_out.append(c)
         return self._heads(torch.cat(actor_out), torch.cat(critic_out), flat)
 
-    def distribution(self, out: torch.Tensor) -> torch.distributions.Distribution:
+    def distribution(self, out: torch.Tensor) -> torch.distributions.Distribution | FactoredDistribution:
         """The action distribution of policy head outputs ``(N, A)``."""
         if self.discrete:
             return Categorical(logits=out)
+        if self.factored is not None:
+            return self.factored.distribution(out, getattr(self, "log_std", None))
         if self.settings.sde:
             mean, log_std = out.chunk(2, -1)
             return Normal(mean, log_std.exp())
         return Normal(out, self.log_std.exp().expand_as(out))
 
-    def forward(self, observation: torch.Tensor) -> tuple[torch.distributions.Distribution, torch.Tensor]:
+    def forward(self, observation: torch.Tensor) -> tuple[Distribution, torch.Tensor]:
         out, value = self.outputs(observation)
         return self.distribution(out), value
 
-    def replay(self, batch: Mapping[str, torch.Tensor]) -> tuple[torch.distributions.Distribution, torch.Tensor]:
+    def replay(self, batch: Mapping[str, torch.Tensor]) -> tuple[Distribution, torch.Tensor]:
         """The distribution and normalized value ``(N,)`` of a training batch: :meth:`forward` of its flat
         ``observations``, or for a recurrent network :meth:`unroll` of its sequences (``states (L, S)`` and
         ``starts [T, L]`` present; ``N = T·L``)."""
@@ -298,16 +338,18 @@ class ActorCritic(nn.Module):
                                  starts)
         return self.distribution(out), value
 
-    def log_prob(self, distribution: torch.distributions.Distribution, action: torch.Tensor) -> torch.Tensor:
-        """``(N,)`` log-probabilities of actions (Gaussian dimensions summed)."""
+    def log_prob(self, distribution: Distribution, action: torch.Tensor) -> torch.Tensor:
+        """``(N,)`` log-probabilities of actions (Gaussian dimensions and factorised parts summed)."""
         if self.discrete:
             return distribution.log_prob(action.long())
+        if isinstance(distribution, FactoredDistribution):
+            return distribution.log_prob(action)
         return distribution.log_prob(action).sum(-1)
 
-    def entropy(self, distribution: torch.distributions.Distribution) -> torch.Tensor:
+    def entropy(self, distribution: Distribution) -> torch.Tensor:
         """``(N,)`` entropies."""
         entropy = distribution.entropy()
-        return entropy if self.discrete else entropy.sum(-1)
+        return entropy if self.discrete or self.factored is not None else entropy.sum(-1)
 
     def denormalize_value(self, value: torch.Tensor) -> torch.Tensor:
         """Critic output in reward units."""
@@ -332,6 +374,9 @@ class ActorCritic(nn.Module):
     def _draw(self, out: torch.Tensor, value: torch.Tensor, deterministic: bool, generator: torch.Generator | None
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         value = self.denormalize_value(value)
+        if self.factored is not None:
+            action, log_prob = self.factored.draw(out, getattr(self, "log_std", None), deterministic, generator)
+            return action, log_prob, value
         if self.discrete:
             log_probs = torch.log_softmax(out, -1)
             if deterministic:
@@ -371,7 +416,10 @@ class ActorCritic(nn.Module):
     def env_action(self, action: np.ndarray) -> Any:
         """One row of :meth:`act`'s output as the environment expects it (inside the bounds)."""
         if self.discrete:
-            return int(action)
+            assert isinstance(self.action_space, gymnasium.spaces.Discrete)
+            return int(action) + int(self.action_space.start)
+        if self.factored is not None:
+            return self.factored.env_action(action, self.settings.bound)
         space = self.action_space
         assert isinstance(space, gymnasium.spaces.Box)
         action = np.asarray(action, np.float32).reshape(space.shape)

@@ -21,9 +21,12 @@ def flat_size(space: gymnasium.Space) -> int:
         return int(space.n)
     if isinstance(space, gymnasium.spaces.MultiBinary):
         return int(np.prod(space.shape))
+    if isinstance(space, gymnasium.spaces.MultiDiscrete):
+        return int(space.nvec.sum())
     if isinstance(space, (gymnasium.spaces.Dict, gymnasium.spaces.Tuple)):
         return sum(flat_size(s) for s in parts(space).values())
-    raise TypeError(f"observation space {space} is not supported (Box, Discrete, MultiBinary, Dict, Tuple)")
+    raise TypeError(f"observation space {space} is not supported (Box, Discrete, MultiDiscrete, MultiBinary, Dict, "
+                    "Tuple)")
 
 
 def parts(space: gymnasium.spaces.Dict | gymnasium.spaces.Tuple) -> dict[Any, gymnasium.Space]:
@@ -37,6 +40,11 @@ def _flatten_one(space: gymnasium.Space, observation: Any) -> np.ndarray:
     if isinstance(space, gymnasium.spaces.Discrete):
         one_hot = np.zeros(space.n, np.float32)
         one_hot[int(observation) - space.start] = 1.0
+        return one_hot
+    if isinstance(space, gymnasium.spaces.MultiDiscrete):        # one-hot per element, side by side
+        one_hot = np.zeros(int(space.nvec.sum()), np.float32)
+        offsets = np.concatenate([[0], np.cumsum(space.nvec.reshape(-1))[:-1]])
+        one_hot[offsets + (np.asarray(observation).reshape(-1) - space.start.reshape(-1))] = 1.0
         return one_hot
     if isinstance(space, (gymnasium.spaces.Dict, gymnasium.spaces.Tuple)):
         return np.concatenate([_flatten_one(s, observation[k]) for k, s in parts(space).items()])

@@ -16,11 +16,21 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from .actions import FACTORED
 from .network import ACTIVATIONS, ModelSettings, build_encoder, init_layer
 from .observation import ObservationBatcher
 
 LOG_STD_RANGE = (-20.0, 2.0)    # SAC's clamp of the policy's log standard deviation
 
+
+
+def instead(action_space: gymnasium.Space) -> str:
+    """The algorithms that take ``action_space`` where DQN or SAC cannot (one clause of a refusal)."""
+    if isinstance(action_space, FACTORED):
+        return "rl.algorithm=ppo, impala or a3c: they take factorised action spaces"
+    if isinstance(action_space, gymnasium.spaces.Discrete):
+        return "rl.algorithm=dqn, ppo, impala or a3c"
+    return "rl.algorithm=sac, ppo, impala or a3c"
 
 class QNetwork(nn.Module):
     """``Q(s, ·)`` for a discrete action space: ``forward(obs)`` → ``(N, A)`` in reward units.
@@ -36,7 +46,7 @@ class QNetwork(nn.Module):
         super().__init__()
         if not isinstance(action_space, gymnasium.spaces.Discrete):
             raise ValueError(f"rl.algorithm=dqn needs a discrete action space, this MDP's is {action_space} "
-                             "(use rl.algorithm=sac or ppo)")
+                             f"(use {instead(action_space)})")
         self.settings, self.action_space = settings, action_space
         self.batcher = ObservationBatcher(observation_space)
         self.encoder, width = build_encoder(self.batcher, settings)
@@ -77,7 +87,7 @@ class SquashedGaussianPolicy(nn.Module):
         if not isinstance(action_space, gymnasium.spaces.Box) or not np.all(np.isfinite(action_space.low)) \
                 or not np.all(np.isfinite(action_space.high)):
             raise ValueError(f"rl.algorithm=sac needs a bounded continuous (Box) action space, this MDP's is "
-                             f"{action_space} (use rl.algorithm=dqn or ppo)")
+                             f"{action_space} (use {instead(action_space)})")
         self.settings, self.action_space = settings, action_space
         self.batcher = ObservationBatcher(observation_space)
         if self.batcher.image:

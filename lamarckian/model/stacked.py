@@ -15,7 +15,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state
 
 from .blob import load_blob
-from .network import ActorCritic
+from .network import ILLEGAL, ActorCritic
 
 
 class PolicyOutputs(nn.Module):
@@ -96,6 +96,8 @@ class StackedPolicies:
             x = ((x - mean) / torch.sqrt(var + normalizer.epsilon)).clamp(-normalizer.clip, normalizer.clip)
         features = self._encode("actor_encoder", x)
         out = self._linear("model.policy_head", features)
+        if model.mask is not None:          # illegal choices never drawn, as ActorCritic.outputs does
+            out = out.masked_fill(observations[..., model.mask] < 0.5, ILLEGAL)
         if not value:
             return out, None
         critic = features if model.settings.shared else self._encode("critic_encoder", x)
@@ -130,6 +132,10 @@ class StackedPolicies:
             out = self.outputs(block)[0][policy, slot]
         else:
             out = self._mlp(block, value=False)[0][policy, slot]
+        factored = self.template.factored
+        if factored is not None:        # each part drawn on its own (the rows' own policies' log_std)
+            log_std = self.parameters["model.log_std"][policy] if factored.gaussian else None
+            return factored.draw(out, log_std, deterministic, generator)[0]
         if isinstance(deterministic, bool) and deterministic:
             return out.argmax(-1) if self.template.discrete else out
         if self.template.discrete:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Mapping
 
 from ..config.sections import CheckpointSettings
+from ..errors import NoProgress
 from ..record import Checkpoints, CsvLog, Progress, Scalars, StatusFile, StepRate, format_number, plain
 from ..record.checkpoint import CHECKPOINT_FORMAT, process_rng_state, restore_process_rng, upgrade_checkpoint
 from ..record.wandb import WandbScalars
@@ -93,6 +94,9 @@ class Trainer:
     def agree(self, decision: bool) -> bool:
         """A decision every process of a data-parallel run takes together (the main one's)."""
         return decision
+
+    def attach_progress(self, progress: Progress) -> None:
+        """The loop's status line, for a trainer that has something to show before its step ends (default: none)."""
 
     def opening_line(self) -> str:
         return f"training {type(self).__name__}"
@@ -218,6 +222,7 @@ class TrainingLoop:
         wandb = self.wandb
         wandb.open()
         self.progress = Progress(settings.progress and writes)
+        trainer.attach_progress(self.progress)
         announce = self.announce and writes
         if announce:
             self.progress.print(f"{trainer.opening_line()}, run directory {self.root}")
@@ -232,6 +237,9 @@ class TrainingLoop:
             self.save()
             if announce:
                 self.progress.print("interrupted; checkpoint saved" if self.root is not None else "interrupted")
+            raise
+        except NoProgress:
+            self.save()                                       # nothing the run learned before is lost
             raise
         finally:
             scalars.close()

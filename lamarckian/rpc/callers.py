@@ -14,15 +14,18 @@
 from __future__ import annotations
 
 import collections
+import logging
 import time
 from typing import Any as Value
 from typing import Iterable, Iterator, Sequence
 
 from .connection import Connection
-from .errors import ActorDiedError, RemoteError
+from .errors import ActorDiedError, RemoteError, RPCError
 from .link import Link, raise_remote
 from .settings import RpcSettings
 from .wire import Kind
+
+log = logging.getLogger(__name__)
 
 Settings = RpcSettings | dict | None
 
@@ -318,6 +321,7 @@ class Gather:
         self._owed: collections.Counter[Connection] = collections.Counter()
         self._held: collections.Counter[Connection] = collections.Counter()
         self.holding = False
+        self.stop_timeout: float | None = None      # seconds the loops' end waits for a busy actor (None: for ever)
         self._call: list[Value] | None = None
 
     def gathering(self, name: str | None, *args: Value, **kwargs: Value) -> "_Stopper":
@@ -347,8 +351,14 @@ class Gather:
         for connection in live:
             self.link.generations.pop(connection, None)
         if live:
-            # answered after the step in progress (however long); a dead actor raises ActorDiedError
-            self.link.wait(self.link.request(live, Kind.GATHER_STOP))
+            # answered after the step in progress; a dead actor raises ActorDiedError, and one still busy after
+            # stop_timeout is left to its owner to end (its later results are dropped as stale)
+            try:
+                self.link.wait(self.link.request(live, Kind.GATHER_STOP), self.stop_timeout, "the end of its loop")
+            except ActorDiedError:
+                raise
+            except RPCError as error:
+                log.warning("gather: %s", error)
         self.link.items.clear()
 
     def receive(self, timeout: float | None = None) -> tuple[int | None, Value]:
@@ -384,17 +394,23 @@ class Gather:
             self.link.post(connection, Kind.CREDIT, self.link.generations[connection], self._owed[connection])
             self._owed[connection] = 0
 
-    def release(self, actor: int | None = None) -> None:
-        """Return the credits kept back while :attr:`holding` (of the actor at index ``actor``, or of all)."""
+    def release(self, actor: int | None = None, count: int | None = None) -> None:
+        """Return the credits kept back while :attr:`holding` (of the actor at index ``actor``, or of all; ``count``
+        of them at most, None: all)."""
         connections = list(self._held) if actor is None else [self.link.connections[actor]]
         for connection in connections:
-            count = self._held.pop(connection, 0)
-            if count and connection.alive:
-                self._credit(connection, count)
+            held = self._held[connection]
+            returned = held if count is None else min(count, held)
+            self._held[connection] = held - returned
+            if returned and connection.alive:
+                self._credit(connection, returned)
 
-    def in_flight(self) -> int:
-        """Results the live gathering actors are making or sending now (their credits not yet used)."""
-        return sum(self.credits - self._owed[c] - self._held[c] for c in self.link.generations if c.alive)
+    def in_flight(self, actor: int | None = None) -> int:
+        """Results the live gathering actors (the one at index ``actor``, or all) are making or sending now (their
+        credits not yet used)."""
+        connections = self.link.generations if actor is None else \
+            [c for c in [self.link.connections[actor]] if c in self.link.generations]
+        return sum(self.credits - self._owed[c] - self._held[c] for c in connections if c.alive)
 
     def __call__(self, timeout: float | None = None) -> Value:
         """The next gathered result (see :meth:`receive`)."""

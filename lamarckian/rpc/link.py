@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import logging
 import sys
 import time
 import weakref
@@ -30,6 +31,8 @@ from .errors import ActorDiedError, ProtocolError, RemoteError, RPCError
 from .processes import ProcessActor
 from .settings import RpcSettings
 from .wire import Kind, Message, Trust, Wire
+
+log = logging.getLogger(__name__)
 
 _MONITOR_MS = int(MONITOR_PERIOD * 1000)
 _ANSWERS = frozenset({Kind.REPLY, Kind.ERROR, Kind.PONG, Kind.CHALLENGE})
@@ -336,6 +339,9 @@ class Link:
             message = self.wire.unpack(frames, connection.trust if trust is None else trust)
         except ProtocolError as error:
             self.dropped[error.reason] += 1
+            if self.dropped[error.reason] == 1:
+                log.warning("rpc: dropped a message from %s: %s (the first %s message of this link; later ones are "
+                            "counted)", connection.name, error, error.reason)
             return
         if message.kind == Kind.RELAY_REPLY:  # authenticated as a whole: the inner replies are trusted
             for target, inner in self._relays.unwrap(connection, message):

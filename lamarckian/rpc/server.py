@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import collections
 import dataclasses
+import logging
 import os
 import secrets
 import threading
@@ -25,6 +26,7 @@ from .errors import ProtocolError
 from .settings import RpcSettings
 from .wire import HANDSHAKE_KINDS, Kind, Message, Trust, Wire
 
+log = logging.getLogger(__name__)
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 _live_servers: "weakref.WeakSet[Server | ServingThread]" = weakref.WeakSet()
@@ -129,6 +131,9 @@ class ServingThread:
                 self._handle(identity, message)
         except ProtocolError as error:
             self.stats[error.reason] += 1
+            if self.stats[error.reason] == 1:
+                log.warning("rpc: %s dropped a message: %s (the first %s message; later ones are counted)", self.name,
+                            error, error.reason)
 
     def _handshake(self, identity: bytes, message: Message) -> None:
         """HELLO -> CHALLENGE; PROOF -> the peer is authenticated (sealed or not, as it proved) -> PONG."""

@@ -3,7 +3,8 @@
 ``impostor`` cannot prove the secret, ``big_endian`` sends typed arrays in big-endian byte order, ``ignore_close``
 keeps closed episodes, ``truncated_not_done`` says truncated without done at a time limit, ``duplicate_reset``
 restarts a running id, ``drop_second`` neither answers nor refuses a second request of a busy episode,
-``no_auth_limit`` waits forever for a handshake, ``small_ids`` keeps 32 bits of an id. Run as
+``no_auth_limit`` waits forever for a handshake, ``small_ids`` keeps 32 bits of an id, ``long_observation`` sends every
+observation one number longer than its space. Run as
 ``python -m tests.games.broken_server serve ...``."""
 
 from __future__ import annotations
@@ -76,6 +77,13 @@ elif FLAW == "no_auth_limit":
 elif FLAW == "small_ids":
     server.GameServer._reply = lambda self, writer, message: reply(
         self, writer, {**message, "episode": message["episode"] & 0xFFFFFFFF})
+elif FLAW == "long_observation":
+    def long_seat(controller):
+        entry = seat(controller)
+        entry["observation"] = [*np.asarray(entry["observation"], np.float32).ravel().tolist(), 0.0]
+        return entry
+
+    server.GameServer._seat = staticmethod(long_seat)
 else:
     raise SystemExit(f"LAMARCKIAN_TEST_FLAW={FLAW!r}: not a flaw of this module's docstring")
 

@@ -69,3 +69,33 @@ def test_a_row_mask_picks_mean_actions_for_some_rows_and_samples_the_others():
         assert torch.equal(mixed[mask], mean[mask])                   # masked rows: exactly the mean action
         differs = (mixed[~mask] != mean[~mask]).reshape(150, -1).any(-1)
         assert differs.float().mean() > 0.3                           # the others are sampled
+
+
+def masked_population(count: int, action_space: gymnasium.Space, flags: int) -> list[ActorCritic]:
+    space = gymnasium.spaces.Dict({"obs": gymnasium.spaces.Box(-1, 1, (3,), np.float32),
+                                   "action_mask": gymnasium.spaces.MultiBinary(flags)})
+    models = []
+    for seed in range(count):
+        torch.manual_seed(seed)
+        models.append(ActorCritic(space, action_space, ModelSettings.defaults(hidden=(16,))))
+    return models
+
+
+def test_stacked_opponents_never_choose_a_masked_action():
+    models = masked_population(3, gymnasium.spaces.Discrete(4), 4)
+    stacked = StackedPolicies(models[0], [to_blob(m) for m in models])
+    row = models[0].batcher.convert({"obs": [0.5, -0.5, 0.1], "action_mask": [0, 0, 1, 0]})
+    observations = torch.from_numpy(np.stack([row] * 300))
+    policy = torch.arange(300) % 3
+    sampled = stacked.act(observations, policy, deterministic=False, generator=torch.Generator().manual_seed(0))
+    greedy = stacked.act(observations, policy, deterministic=True)
+    assert set(torch.cat([sampled, greedy]).tolist()) == {2}
+
+
+def test_stacked_factorised_actions_respect_each_parts_mask():
+    models = masked_population(2, gymnasium.spaces.MultiDiscrete([3, 2]), 5)
+    stacked = StackedPolicies(models[0], [to_blob(m) for m in models])
+    row = models[0].batcher.convert({"obs": [0.5, -0.5, 0.1], "action_mask": [1, 0, 0, 0, 1]})
+    observations = torch.from_numpy(np.stack([row] * 200))
+    actions = stacked.act(observations, torch.arange(200) % 2, deterministic=False)
+    assert actions.tolist() == [[0, 1]] * 200

@@ -338,8 +338,9 @@ class PPO(OwnsAdam):
         if settings.lr_schedule == "adaptive":
             self.set_lr(adapted_lr(settings, self.lr, result.get("kl", 0.0)))
         result["lr"] = self.lr
-        if not self.model.discrete:
-            result["policy/std"] = float(self.model.log_std.detach().exp().mean())
+        std = self.model.gaussian_std
+        if std is not None:
+            result["policy/std"] = float(std.mean())
         result["staleness"] = float(staleness.mean())          # the policy lag: weight versions behind
         result["staleness_max"] = float(staleness.max())
         result["samples"] = float(count * (self.ranks.size if self.ranks else 1))

@@ -25,6 +25,7 @@ from ..seeds import (
     NETWORK_SLOT,
     actor_seed,
 )
+from . import stall
 from .episodes import EpisodeRunner
 from .sampler import SlotSampler
 from .seating import Seating
@@ -61,6 +62,7 @@ class Actor:
             torch.set_num_threads(1)
             torch.manual_seed(actor_seed(seed, index, NETWORK_SLOT))
         sample = SampleSettings.from_config(config)
+        self.report_after = stall.report_interval(sample.stall)
         mdps = self._make_mdps(config["mdp"], sample.envs)
         self.algorithm = algorithm_of(config)
         with seeded(actor_seed(seed, index, NETWORK_SLOT)):      # its own stream, not the process's
@@ -135,8 +137,11 @@ class Actor:
     # ---- sampling ------------------------------------------------------------------------------------------
     def sample(self) -> dict[str, Any]:
         """The next :class:`Segment` (wire form): arrays ``[T, L]`` (L = environments), the episodes finished
-        meanwhile, env steps."""
-        segments = self.sampler.next_segments()
+        meanwhile, env steps; a progress report (:func:`.stall.report`) instead when it is not complete within a few
+        seconds (the next call goes on with it)."""
+        segments = self.sampler.next_segments(self.report_after)
+        if segments is None:                                        # not done yet: say how far it got
+            return stall.report(self.sampler.progress(), self._counted_since())
         segments[0].counters = self._counted_since()
         if self.seating.roles is not None:                          # one segment per policy
             return {"bundle": [segment.to_wire() for segment in segments]}

@@ -29,13 +29,15 @@ from ...config.sections import (
 from ...model import ModelSettings, to_blob
 from ...model.policy_set import PolicySet
 from ...rating.results import POOL, RULE, SELF, EpisodeResult
+from ...record import Progress
 from ...timeline import TIMELINE
 from ..algorithms import algorithm_of
 from ..algorithms.base import UpdateRule
 from ..algorithms.per_policy import PerPolicyUpdate
 from ..evaluator import Evaluator, summarize
-from ..loop import Trainer
+from ..loop import Trainer, lost_field
 from ..segment import Segment, segments_of
+from . import stall
 from .policy_pools import PolicyPools
 from .supervisor import ActorFleet, RemoteConnect
 from .update_ranks import RankedUpdate, UpdateGroup, learner_network
@@ -78,6 +80,7 @@ class Learner(Trainer):
         self.version = 0
         self.training: dict[str, float] = {}
         self.dropped = 0
+        self.status_line: Progress | None = None     # the loop's (lost episodes shown before an iteration ends)
 
     def configure(self, config: Mapping[str, Any]) -> None:
         """(Re)build the network (initialized from ``config.seed``), PPO, the evaluator and the opponent pool from
@@ -107,6 +110,7 @@ class Learner(Trainer):
                              f"{MDPSettings.from_config(config).create} has {self.seats} seats")
         self.batch_steps = TrainSettings.from_config(config).batch
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
+        self.watch = stall.StallWatch(self.sample.stall, self.fleet.progress.print)
         self.iteration = self.cost = 0
         self.elapsed = 0.0
         self.pools = PolicyPools(config, self.model, self.roles.names if self.roles is not None else None, opponents)
@@ -222,27 +226,53 @@ class Learner(Trainer):
         policy (every segment's, stale ones too)."""
         segments: list[Segment] = []
         steps, results = 0, dict[str, list[EpisodeResult]]()
-        limit, gather = self.max_staleness, self.fleet.gather
-        if self.remote is None:
+        limit, gather, watch = self.max_staleness, self.fleet.gather, self.watch
+        own = self.remote is None                     # actors of its own (they report while a segment takes long)
+        if own:
             gather.holding = self.synchronous
+        watch.begin(self.batch_steps)
         while steps < self.batch_steps:
             try:
-                message = segments_of(gather())
+                received = gather(min(1.0, self.sample.stall / 4)) if own else gather()
+            except TimeoutError:
+                watch.check(steps, [gather.in_flight(index) for index in range(len(self.fleet.actors))])
+                continue
             except rpc.ActorDiedError as error:
                 self.fleet.replace(error)
+                if error.index is not None:
+                    watch.forget(error.index)
                 continue
+            if stall.is_report(received):
+                self._take_report(received)
+                continue
+            message = segments_of(received)
             TIMELINE.mark("first segment at the learner")
             for segment in message:
                 steps += segment.steps
                 results.setdefault(segment.policy, []).extend(segment.results)
                 self.fleet.counts.update(segment.counters)
+                watch.segment(gather.last_index, segment.steps, len(segment.results), segment.counters)
                 if self.version - segment.version > limit:
                     self.dropped += 1
                     continue
                 segments.append(segment)
             if self.synchronous and gather.in_flight() * sum(s.steps for s in message) < self.batch_steps - steps:
                 gather.release(gather.last_index)     # those in flight cannot fill the batch: one more
+            if own:
+                watch.check(steps, [gather.in_flight(index) for index in range(len(self.fleet.actors))])
         return segments, steps, results
+
+    def _take_report(self, message: Mapping[str, Any]) -> None:
+        """An actor's progress report: its environments' counters join the run's (the status line shows lost
+        episodes before the first iteration ends), the watch learns where it stands, and the actor goes on."""
+        gather = self.fleet.gather
+        self.watch.report(gather.last_index, message)
+        counters = message.get("counters") or {}
+        self.fleet.counts.update(counters)
+        if self.status_line is not None and any(name.startswith("lost_") for name in counters):
+            self.status_line.update({**self.status_line.fields, **lost_field(self.fleet.statistics())})
+        if gather.holding and gather.last_index is not None:
+            gather.release(gather.last_index, 1)      # the report used a credit the segment still needs
 
     @property
     def gather_credits(self) -> int:
@@ -326,6 +356,9 @@ class Learner(Trainer):
             self.update_group.load(self.state_dict())
         with self.fleet.gather.gathering("sample"):
             yield
+
+    def attach_progress(self, progress: Progress) -> None:
+        self.status_line = progress
 
     def opening_line(self) -> str:
         device = next(self.model.parameters()).device

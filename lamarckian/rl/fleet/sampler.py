@@ -47,8 +47,8 @@ class SlotSampler:
         self.inference = BatchedInference(sample.batch_wait)
         self.tasks: list[asyncio.Task] = []
         self.failure: BaseException | None = None
-        self.ready: asyncio.Future | None = None
         self.first_step_at: float | None = None       # wall-clock time of this actor's first env step
+        self.slowest = 0.0                            # seconds of the slowest environment call since the last segments
         self.build_lanes()
 
     def build_lanes(self) -> None:
@@ -70,24 +70,39 @@ class SlotSampler:
         self.results: list[tuple[str, EpisodeResult]] = []   # (policy, training episode) since the last segment
         self.steps: collections.Counter[str] = collections.Counter()   # env steps per policy since the last one
         self.failure = None
+        self.ready: asyncio.Future | None = None      # the segments in the making are complete
 
-    def next_segments(self) -> list[Segment]:
+    def next_segments(self, report_after: float | None = None) -> list[Segment] | None:
         """Run the environments until every lane holds ``sample.truncation`` steps more; a segment ``[T, L]`` per
-        policy (in the order of ``members``) with its finished episodes and env steps."""
+        policy (in the order of ``members``) with its finished episodes and env steps. With ``report_after``
+        (seconds): None when the segments are not complete by then (the caller reports :meth:`progress`; the next
+        call goes on with the same segments)."""
         if self.failure is not None:
             raise self.failure
         if not self.tasks:
             self.tasks = [self.loop.create_task(self._run_slot(slot)) for slot in range(len(self.mdps))]
             for task in self.tasks:
                 task.add_done_callback(self._on_slot_done)
-        self.ready = self.loop.create_future()
-        self.round.set()                              # lanes waiting for this segment go on (sample.sync)
-        self.round = asyncio.Event()
-        self._check_ready()
-        self.loop.run_until_complete(self.ready)
+        if self.ready is None or self.ready.done():   # a new segment (else: the one a report interrupted)
+            self.ready = self.loop.create_future()
+            self.round.set()                          # lanes waiting for this segment go on (sample.sync)
+            self.round = asyncio.Event()
+            self._check_ready()
+        self.loop.run_until_complete(asyncio.wait([self.ready], timeout=report_after))
+        if not self.ready.done():
+            return None
+        self.ready.result()                           # an environment's failure
         segments = [self._segment_of(name) for name in self.members]
         self.results, self.steps = [], collections.Counter()
+        self.slowest = 0.0
         return segments
+
+    def progress(self) -> dict[str, float]:
+        """Where the segments in the making stand: env steps and finished episodes since the last segments, lanes
+        complete (of all), the slowest environment call since the last segments (seconds)."""
+        complete = sum(1 for lane in self.lanes if lane.ready(self.truncation))
+        return {"steps": float(sum(self.steps.values())), "episodes": float(len(self.results)),
+                "lanes_ready": float(complete), "lanes": float(len(self.lanes)), "slowest_step": self.slowest}
 
     def _segment_of(self, policy: str) -> Segment:
         """The next ``sample.truncation`` steps of the lanes ``policy`` plays, with its finished episodes."""
@@ -152,7 +167,9 @@ class SlotSampler:
                     self._check_ready()
                     if self.sync and memory is None:
                         action = await self._decide_again(lane, policy, observation, lane_index)
+                began = time.monotonic()
                 await controller(model.env_action(action))
+                self.slowest = max(self.slowest, time.monotonic() - began)
                 if self.first_step_at is None:
                     self.first_step_at = time.time()
                 self.steps[policy_name] += 1

@@ -22,7 +22,7 @@ from ...record import Progress
 from ...rpc import processes
 from ...rpc.sockets import running_ray
 from ...timeline import TIMELINE
-from . import ACTOR_MODULES
+from . import ACTOR_MODULES, stall
 from .actor import Actor
 from .beside import BesideEvaluation
 
@@ -109,6 +109,8 @@ class ActorFleet:
         self._everyone = rpc.connect_replacing(self.actors, lambda actors: rpc.All(actors, settings=self.rpc_settings),
                                                self.spawn, self.discard)
         self._gather = rpc.Gather(self._everyone, credits=segments_in_flight)
+        # an actor answers between two sample() calls, each at most a report interval (a stuck environment never)
+        self._gather.stop_timeout = self.rpc_settings.timeout + 2 * stall.report_interval(self.sample.stall)
         TIMELINE.mark("actors started and connected")
         hosts = collections.Counter(self._everyone.hosts())
         if len(hosts) > 1:                   # a cluster of several machines: say where the actors landed

@@ -1,0 +1,203 @@
+"""What the learner knows of its actors while an iteration collects, said when no iteration finishes in time.
+
+An actor whose segments are not complete after a few seconds sends a progress report instead (:func:`report`: the
+env steps and episodes so far, the slowest environment call, what its environments counted: lost episodes by
+cause), then goes on with the same segments. The learner's :class:`StallWatch` adds reports and segments up per
+actor. When an iteration has collected for ``sample.stall`` seconds it prints what the run waits for (every
+``sample.stall`` seconds while it lasts); when not one env step finished in that time (every episode lost, or
+environments that do not return) the run cannot progress and :class:`~lamarckian.errors.NoProgress` ends it with
+the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+from ...errors import NoProgress
+from ...record import format_number
+
+REPORT = "progress"          # the key of a progress report among an actor's gathered messages
+
+
+def report(progress: Mapping[str, float], counters: Mapping[str, float]) -> dict[str, Any]:
+    """An actor's progress report (the wire form): :meth:`SlotSampler.progress` and its environments' counters grown
+    since its previous message."""
+    return {REPORT: dict(progress), "counters": dict(counters)}
+
+
+def is_report(message: Any) -> bool:
+    """Whether a gathered message is a progress report (not segments)."""
+    return isinstance(message, Mapping) and REPORT in message
+
+
+def report_interval(stall: float) -> float:
+    """Seconds an actor works on its segments before it reports instead: often enough for the learner to see every
+    actor a few times within ``sample.stall``, at most every 5 seconds."""
+    return min(5.0, stall / 4)
+
+
+@dataclasses.dataclass
+class ActorView:
+    """One actor as its messages since the watch began tell it.
+
+    Attributes:
+        heard: monotonic seconds of its newest message (the watch's start before the first).
+        sent: env steps of the segments it sent.
+        making: env steps of the segments it is making (its newest report's; 0 after a segment).
+        episodes: episodes that ended (sent, and in the making).
+        lost: episodes its environments lost, by cause.
+        slowest: seconds of the slowest environment call it reported.
+        lanes: (complete, all) lanes of its newest report.
+    """
+
+    heard: float
+    sent: float = 0.0
+    making: float = 0.0
+    episodes: float = 0.0
+    making_episodes: float = 0.0
+    lost: dict[str, float] = dataclasses.field(default_factory=dict)
+    slowest: float = 0.0
+    lanes: tuple[float, float] | None = None
+    messages: int = 0
+
+    @property
+    def steps(self) -> float:
+        return self.sent + self.making
+
+    def take(self, counters: Mapping[str, float]) -> None:
+        add_lost(self.lost, counters)
+
+
+def add_lost(lost: dict[str, float], counters: Mapping[str, float]) -> None:
+    """Add the ``lost_<cause>`` counters to ``lost`` (by cause)."""
+    for name, value in counters.items():
+        if name.startswith("lost_"):
+            cause = name[len("lost_"):]
+            lost[cause] = lost.get(cause, 0.0) + value
+
+
+def lost_text(lost: Mapping[str, float]) -> str:
+    """``340 lost (timeout 300, garbage 40)``, or '' where nothing was lost."""
+    total = sum(lost.values())
+    if not total:
+        return ""
+    causes = ", ".join(f"{cause} {format_number(count)}" for cause, count in sorted(lost.items(), key=lambda i: -i[1])
+                       if count)
+    return f"{format_number(total)} lost ({causes})"
+
+
+class StallWatch:
+    """Follows the actors through each iteration's collection (:meth:`begin`, then :meth:`segment` and
+    :meth:`report` per message, :meth:`check` between them).
+
+    Args:
+        limit: ``sample.stall``, seconds an iteration may collect before the console says what it waits for.
+        say: prints one permanent console line.
+        clock: monotonic seconds.
+    """
+
+    def __init__(self, limit: float, say: Callable[[str], None], clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit, self.say, self.clock = limit, say, clock
+        self.actors: dict[int, ActorView] = {}
+        self.started = self.told = clock()
+        self.need = 0
+        self.moved = False            # an env step finished since the iteration began
+        self.messages = 0             # messages since the iteration began
+        self.lost: dict[str, float] = {}    # episodes lost since the iteration began, by cause
+
+    def begin(self, need: int) -> None:
+        """An iteration starts collecting ``need`` env steps."""
+        self.started = self.told = self.clock()
+        self.need = need
+        self.moved, self.messages, self.lost = False, 0, {}
+
+    def _view(self, actor: int | None) -> ActorView | None:
+        if actor is None:                   # a message of an actor that has left the fleet
+            return None
+        if actor not in self.actors:
+            self.actors[actor] = ActorView(self.started)
+        return self.actors[actor]
+
+    def forget(self, actor: int) -> None:
+        """Actor ``actor`` was replaced (the indices after it moved down by one)."""
+        views = sorted(self.actors.items())
+        self.actors = {index - (index > actor): view for index, view in views if index != actor}
+
+    def segment(self, actor: int | None, steps: int, episodes: int, counters: Mapping[str, float]) -> None:
+        """Actor ``actor`` sent segments of ``steps`` env steps in which ``episodes`` ended."""
+        view = self._view(actor)
+        if view is None:
+            return
+        self._heard(view, counters)
+        view.sent += steps
+        self.moved = self.moved or steps > 0
+        view.episodes += episodes
+        view.making = view.making_episodes = 0.0
+
+    def report(self, actor: int | None, message: Mapping[str, Any]) -> None:
+        """Actor ``actor``'s progress report (:func:`report`)."""
+        view = self._view(actor)
+        if view is None:
+            return
+        progress = message[REPORT]
+        self._heard(view, message.get("counters") or {})
+        making = float(progress.get("steps", 0.0))
+        self.moved = self.moved or making > view.making
+        view.making = making
+        view.making_episodes = float(progress.get("episodes", 0.0))
+        view.slowest = max(view.slowest, float(progress.get("slowest_step", 0.0)))
+        view.lanes = (float(progress.get("lanes_ready", 0.0)), float(progress.get("lanes", 0.0)))
+
+    def _heard(self, view: ActorView, counters: Mapping[str, float]) -> None:
+        view.heard, view.messages = self.clock(), view.messages + 1
+        self.messages += 1
+        view.take(counters)
+        add_lost(self.lost, counters)
+
+    def check(self, collected: int, in_flight: Sequence[int]) -> None:
+        """Between messages: say what the run waits for once the iteration has collected for ``limit`` seconds (and
+        every ``limit`` seconds after); NoProgress when not one env step finished in that time. ``collected``: the
+        env steps the iteration has; ``in_flight``: each actor's segments asked for and not yet received."""
+        now = self.clock()
+        waited = now - self.started
+        if waited < self.limit or now - self.told < self.limit:
+            return
+        self.told = now
+        if not self.moved:
+            raise NoProgress(self._why_stuck(waited, in_flight))
+        lines = [self._actor_line(index, flying, now) for index, flying in enumerate(in_flight)]
+        self.say(f"no iteration for {waited:.0f} s (sample.stall={self.limit:g}): the batch has "
+                 f"{format_number(collected)} of {format_number(self.need)} env steps; " + "; ".join(lines))
+
+    def _actor_line(self, index: int, in_flight: int, now: float) -> str:
+        view = self.actors.get(index)
+        if in_flight == 0:
+            return f"actor {index} waits for the learner (no segment asked of it)"
+        if view is None or view.messages == 0:
+            return (f"actor {index} has sent nothing for {now - self.started:.0f} s (an environment call that has not "
+                    "returned?)")
+        parts = [f"{format_number(view.steps)} env steps", f"{format_number(view.episodes + view.making_episodes)} "
+                 "episodes ended"]
+        lost = lost_text(view.lost)
+        if lost:
+            parts.append(lost)
+        if view.lanes is not None:
+            parts.append(f"{view.lanes[0]:.0f} of {view.lanes[1]:.0f} lanes full")
+        parts.append(f"slowest env step {view.slowest:.2f} s")
+        silent = now - view.heard
+        if silent > self.limit / 2:
+            parts.append(f"silent for {silent:.0f} s (an environment call that has not returned?)")
+        return f"actor {index}: " + ", ".join(parts)
+
+    def _why_stuck(self, waited: float, in_flight: Sequence[int]) -> str:
+        reason = f"not one env step finished in {waited:.0f} s (sample.stall={self.limit:g})"
+        if sum(self.lost.values()):
+            return (f"{reason}: every episode was lost, {lost_text(self.lost)} (the first fault of each kind is "
+                    "logged above)")
+        if not any(in_flight):
+            return f"{reason}: the learner asked no actor for a segment (a fault of the learner's: please report it)"
+        if not self.messages:
+            return f"{reason}: no actor has sent anything (their environments' calls have not returned)"
+        return f"{reason}: the environments have not answered a reset or step"

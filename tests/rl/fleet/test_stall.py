@@ -1,0 +1,108 @@
+"""The learner's view of a stalled iteration (:class:`StallWatch`): nothing said before ``sample.stall``, then one
+line naming every actor's progress; NoProgress, with the reason, when not one env step finished."""
+
+from __future__ import annotations
+
+import pytest
+
+from lamarckian.errors import NoProgress
+from lamarckian.rl.fleet import stall
+
+
+class Clock:
+    """Seconds the test sets (the watch's only notion of time)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def watch_of(limit: float = 60.0) -> tuple[stall.StallWatch, Clock, list[str]]:
+    clock, said = Clock(), []
+    watch = stall.StallWatch(limit, said.append, clock)
+    watch.begin(4096)
+    return watch, clock, said
+
+
+def progress_report(steps: float, lost: float = 0.0, slowest: float = 0.01) -> dict:
+    return stall.report({"steps": steps, "episodes": 2.0, "lanes_ready": 1.0, "lanes": 8.0, "slowest_step": slowest},
+                        {"lost": lost, "lost_garbage": lost} if lost else {})
+
+
+def test_nothing_is_said_before_the_limit():
+    watch, clock, said = watch_of()
+    clock.now = 59.0
+    watch.check(0, [2, 2])
+    assert said == []
+
+
+def test_a_slow_iteration_names_every_actor_once_per_limit():
+    watch, clock, said = watch_of()
+    clock.now = 10.0
+    watch.report(0, progress_report(300, slowest=1.5))
+    watch.segment(0, 512, 3, {"lost_timeout": 4.0})
+    clock.now = 61.0
+    watch.check(512, [2, 2])
+    watch.check(512, [2, 2])             # the same window: said once
+    assert len(said) == 1
+    assert "actor 0: 512 env steps" in said[0]
+    assert "4 lost (timeout 4)" in said[0]
+    assert "slowest env step 1.50 s" in said[0]
+    assert "actor 1 has sent nothing for 61 s" in said[0]
+
+
+def test_an_actor_without_a_segment_asked_of_it_waits_for_the_learner():
+    watch, clock, said = watch_of()
+    watch.segment(0, 512, 0, {})
+    clock.now = 61.0
+    watch.check(512, [2, 0])
+    assert "actor 1 waits for the learner" in said[0]
+
+
+def test_every_episode_lost_is_no_progress():
+    watch, clock, _ = watch_of()
+    clock.now = 5.0
+    watch.report(0, progress_report(0, lost=1000))
+    clock.now = 60.0
+    with pytest.raises(NoProgress, match=r"every episode was lost, 1\.00k lost \(garbage 1\.00k\)"):
+        watch.check(0, [2])
+
+
+def test_silent_actors_are_no_progress():
+    watch, clock, _ = watch_of()
+    clock.now = 60.0
+    with pytest.raises(NoProgress, match="no actor has sent anything"):
+        watch.check(0, [2, 2])
+
+
+def test_only_the_iterations_own_losses_are_its_reason():
+    watch, clock, _ = watch_of()
+    watch.segment(0, 512, 1, {"lost_timeout": 4.0})       # an earlier iteration's
+    clock.now = 70.0
+    watch.begin(4096)
+    clock.now = 130.0
+    with pytest.raises(NoProgress, match="no actor has sent anything"):
+        watch.check(0, [2])
+
+
+def test_steps_in_the_making_are_progress():
+    watch, clock, said = watch_of()
+    watch.report(0, progress_report(100))
+    clock.now = 30.0
+    watch.begin(4096)
+    watch.report(0, progress_report(200))                  # 100 more since the iteration began
+    clock.now = 91.0
+    watch.check(0, [2])
+    assert "actor 0: 200 env steps" in said[0]
+
+
+def test_a_replaced_actor_is_forgotten_and_the_others_move_down():
+    watch, clock, said = watch_of()
+    watch.segment(0, 100, 0, {})
+    watch.segment(1, 700, 0, {})
+    watch.forget(0)
+    clock.now = 61.0
+    watch.check(700, [2])
+    assert "actor 0: 700 env steps" in said[0]
