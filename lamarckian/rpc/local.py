@@ -41,7 +41,7 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Callable, NoReturn, Sequence
+from typing import Any, Callable, Collection, NoReturn, Sequence
 
 import numpy as np
 
@@ -135,15 +135,17 @@ class Pool:
     def __init__(self) -> None:
         self.blocks: list[Block] = []
 
-    def put(self, buffer: Any) -> SharedFrame | None:
-        """Copy ``buffer`` (any contiguous buffer) into a free block; None when the pool is full."""
+    def put(self, buffer: Any, taken: Collection[Block] = ()) -> SharedFrame | None:
+        """Copy ``buffer`` (any contiguous buffer) into a free block other than ``taken`` (those an earlier frame of
+        the same message went into: no peer holds them yet, but they are not free); None when the pool is full."""
         view = memoryview(buffer)
         if view.format != "B" or view.ndim != 1:
             view = view.cast("B")
         nbytes = view.nbytes
         best = None
         for block in self.blocks:
-            if not block.holders and block.capacity >= nbytes and (best is None or block.capacity < best.capacity):
+            if not block.holders and block not in taken and block.capacity >= nbytes and \
+                    (best is None or block.capacity < best.capacity):
                 best = block
         if best is None:
             if len(self.blocks) >= MAX_BLOCKS:
@@ -156,13 +158,15 @@ class Pool:
     def share_large(self, frames: Sequence[Any]) -> list[Any]:
         """``frames`` with each of :data:`BULK_BYTES` or more (up to :data:`MAX_SHARED_FRAMES`) put into a block:
         do it once, then send the result on every channel that should get it."""
-        shared = 0
+        taken: set[Block] = {frame.block for frame in frames if isinstance(frame, SharedFrame)}
         out: list[Any] = []
         for frame in frames:
-            if (shared < MAX_SHARED_FRAMES and not isinstance(frame, SharedFrame)
+            if (len(taken) < MAX_SHARED_FRAMES and not isinstance(frame, SharedFrame)
                     and memoryview(frame).nbytes >= BULK_BYTES):
-                frame = self.put(frame) or frame
-                shared += 1
+                put = self.put(frame, taken)
+                if put is not None:
+                    taken.add(put.block)
+                    frame = put
             out.append(frame)
         return out
 

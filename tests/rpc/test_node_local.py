@@ -85,6 +85,19 @@ def test_a_broadcast_is_written_once_for_every_actor_on_the_node():
             child.close()
 
 
+def test_the_large_frames_of_one_message_each_keep_their_own_bytes():
+    child = spawn(Echo, 0)
+    first, second = np.full(BIG, 1, np.uint8), np.full(BIG // 2, 2, np.uint8)   # the second fits the first's block
+    header = list(range(40_000))                        # a header frame over BULK_BYTES: shared memory as well
+    try:
+        with All([child]) as one:
+            replies = [one("echo", first, second, header)[0]["args"] for _ in range(3)]
+    finally:
+        child.close()
+    intact = [np.array_equal(r[0], first) and np.array_equal(r[1], second) and list(r[2]) == header for r in replies]
+    assert intact == [True, True, True]
+
+
 def test_gathered_arrays_are_read_only_views_released_when_dropped():
     children = [spawn(Holder) for _ in range(2)]
     try:
