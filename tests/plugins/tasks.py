@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import gymnasium
 import numpy as np
 import torch
@@ -52,6 +54,76 @@ class Walk(MDP):
 
     def reset(self, *players: int) -> Episode:
         return Episode([WalkController(self.goal, self.limit)], [])
+
+
+class LockController(Controller):
+    """One guess at a code: the observation shows it (one-hot per digit), the guess is every digit at once, the
+    reward the share of digits right (1 at best; 1 / ``base`` on average for a random guess)."""
+
+    def __init__(self, code: np.ndarray, base: int, binary: bool) -> None:
+        self.code, self.base, self.binary, self.reward, self.guessed = code, base, binary, 0.0, False
+
+    def get_state(self) -> np.ndarray:
+        return np.eye(self.base, dtype=np.float32)[self.code].reshape(-1)
+
+    async def __call__(self, action) -> None:
+        guess = np.asarray(action).reshape(-1)
+        self.reward = float(np.mean(guess == self.code))
+        self.guessed = True
+
+    def get_reward(self) -> float:
+        return self.reward
+
+    @property
+    def done(self) -> bool:
+        return self.guessed
+
+    def get_result(self) -> dict:
+        return {"fitness": self.reward, "win": None, "objectives": {}}
+
+
+class Lock(MDP):
+    """Guess a code of ``digits`` digits in base ``base`` shown in the observation, in one step: a MultiDiscrete
+    action (``binary``: base 2 as a MultiBinary one), reward the share of digits right. ``mdp.kwargs``: digits,
+    base, binary."""
+
+    def __init__(self, digits: int = 3, base: int = 4, binary: bool = False, seed: int | None = None) -> None:
+        self.digits, self.base, self.binary = digits, 2 if binary else base, binary
+        self.random = np.random.default_rng(seed)
+        action = gymnasium.spaces.MultiBinary(digits) if binary else \
+            gymnasium.spaces.MultiDiscrete([self.base] * digits)
+        self.spec = PlayerSpec(gymnasium.spaces.Box(0.0, 1.0, (digits * self.base,), np.float32), action)
+
+    def describe(self) -> list[PlayerSpec]:
+        return [self.spec]
+
+    def reset(self, *players: int) -> Episode:
+        code = self.random.integers(0, self.base, self.digits)
+        return Episode([LockController(code, self.base, self.binary)], [])
+
+
+class StuckController(WalkController):
+    """A walk whose environment stops answering after ``after`` steps (a simulator that hangs)."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__(goal=1000, limit=10**6)
+        self.after = after
+
+    async def __call__(self, action) -> None:
+        if self.steps >= self.after:
+            threading.Event().wait()            # never returns
+        await super().__call__(action)
+
+
+class Stuck(Walk):
+    """:class:`Walk` whose every environment hangs for ever after ``after`` steps."""
+
+    def __init__(self, after: int = 0, seed: int | None = None) -> None:
+        super().__init__()
+        self.after = after
+
+    def reset(self, *players: int) -> Episode:
+        return Episode([StuckController(self.after)], [])
 
 
 class Duel(VecTask):

@@ -3,10 +3,18 @@ line naming every actor's progress; NoProgress, with the reason, when not one en
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from lamarckian.config import load
 from lamarckian.errors import NoProgress
 from lamarckian.rl.fleet import stall
+from lamarckian.rl.fleet.actor import Actor
+
+from ...games.helpers import ROOT, ServerProcess
 
 
 class Clock:
@@ -106,3 +114,40 @@ def test_a_replaced_actor_is_forgotten_and_the_others_move_down():
     clock.now = 61.0
     watch.check(700, [2])
     assert "actor 0: 700 env steps" in said[0]
+
+
+# ---- with real actors, servers and environments ------------------------------------------------------------------
+
+def train(tmp_path: Path, *edits: str, files: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(ROOT / "train.py"), *(["-c", *files] if files else []), "-m",
+               f"root={tmp_path / 'run'}", "evaluator.progress=false", *edits]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def test_an_actor_reports_how_far_a_slow_segment_got(tmp_path):
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "100ms"])
+    config = load(["mdp/game/cartpole.yml"], [f"mdp.game.address={server.address}", f"mdp.game.secret={server.secret}",
+                                              "sample.envs=2", "sample.truncation=64", "sample.stall=4"])
+    actor = Actor(config, 0, own_process=False)
+    try:
+        message = actor.sample()            # 64 steps of 100 ms: not done within the report interval (1 s)
+    finally:
+        actor.close()
+        server.stop()
+    assert message[stall.REPORT]["steps"] >= 2
+
+
+def test_a_server_whose_every_answer_is_malformed_stops_the_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAMARCKIAN_TEST_FLAW", "long_observation")
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1"], module="tests.games.broken_server")
+    completed = train(tmp_path, f"mdp.game.address={server.address}", f"mdp.game.secret={server.secret}",
+                      "sample.stall=10", files=("mdp/game/cartpole.yml",))
+    server.stop()
+    assert completed.returncode == 1, completed.stderr[-2000:]
+    assert "every episode was lost" in completed.stderr and "garbage" in completed.stderr, completed.stderr[-2000:]
+
+
+def test_environments_that_never_return_stop_the_run(tmp_path):
+    completed = train(tmp_path, "mdp.create=tests.plugins.tasks:Stuck", "mdp.kwargs={after: 3}", "sample.stall=8")
+    assert completed.returncode == 1, completed.stderr[-2000:]
+    assert "no actor has sent anything" in completed.stderr, completed.stderr[-2000:]
