@@ -86,6 +86,20 @@ def fleet_uses_ray(config: Mapping[str, Any]) -> bool | None:
     return ray.uses_ray(TrainSettings.from_config(config).gpus)
 
 
+def print_footprint(config: Mapping[str, Any]) -> None:
+    """``--print-config``: the memory the run will take, as a YAML comment (a run with actors of its own)."""
+    if fleet_uses_ray(config) is None and not config["ray"]["local_mode"]:
+        return
+    from .rl.algorithms import algorithm_of
+    from .rl.fleet.footprint import free_memory, of_run, size_text
+    from .rl.fleet.update_ranks import learner_network
+
+    model, seats, roles = learner_network(config)
+    free = free_memory()
+    print(f"# memory: {of_run(config, model, seats, roles, algorithm_of(config).off_policy).line()}"
+          + (f"; {size_text(free)} free now" if free is not None else ""))
+
+
 def culprit(config: Mapping[str, Any] | None) -> str:
     """The setting that chose what failed to build (for a missing package's message)."""
     if config is None:
@@ -107,6 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         TIMELINE.mark("configuration read")
         if args.print_config:
             print_config(config, sources)
+            print_footprint(config)
             return 0
         uses_ray = fleet_uses_ray(config)
         if uses_ray is False:            # the actors' fork server imports torch while this process builds

@@ -23,6 +23,23 @@ from .optim import OwnsAdam
 
 LR_SCHEDULES = ("constant", "linear", "adaptive")
 OBJECTIVES = ("clip", "vtrace")
+SCORE_BYTES = 256 << 20     # float input of one chunk of the batch's re-scoring, at most (bytes)
+
+
+def score(model: ActorCritic, observations: torch.Tensor, actions: torch.Tensor,
+          sequences: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probabilities ``(N,)`` of ``actions`` and normalized values ``(N,)`` of a flat batch, the current
+    network's (no gradient). A feed-forward network goes over the batch in chunks of at most
+    :data:`SCORE_BYTES` of float input, so a batch of images is never converted to float whole (a recurrent one
+    replays its ``sequences`` at once)."""
+    row = max(1, observations[0].numel() * 4)
+    chunk = len(observations) if sequences else max(1, SCORE_BYTES // row)
+    scored = []
+    for start in range(0, len(observations), chunk):
+        part = {"observations": observations[start:start + chunk], **sequences}
+        distribution, normalized = model.replay(part)
+        scored.append((model.log_prob(distribution, actions[start:start + chunk]), normalized))
+    return torch.cat([s[0] for s in scored]), torch.cat([s[1] for s in scored])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -289,8 +306,7 @@ class PPO(OwnsAdam):
         sequences = recurrent_sequences(model, segments, device)
         with torch.no_grad():
             flat = observations.reshape(steps * lanes, *observations.shape[2:])
-            distribution, normalized = model.replay({"observations": flat, **sequences})
-            log_prob = model.log_prob(distribution, actions.reshape(steps * lanes, *actions.shape[2:]))
+            log_prob, normalized = score(model, flat, actions.reshape(steps * lanes, *actions.shape[2:]), sequences)
             ratios = (log_prob.reshape(steps, lanes) - behaviour).exp()
             values = model.denormalize_value(normalized).reshape(steps, lanes)
             bootstrap = cat("values")[-1:]  # value of the observation after each segment, as the actor saw it

@@ -37,7 +37,7 @@ from ..algorithms.per_policy import PerPolicyUpdate
 from ..evaluator import Evaluator, summarize
 from ..loop import Trainer, lost_field
 from ..segment import Segment, segments_of
-from . import stall
+from . import footprint, stall
 from .policy_pools import PolicyPools
 from .supervisor import ActorFleet, RemoteConnect
 from .update_ranks import RankedUpdate, UpdateGroup, learner_network
@@ -102,6 +102,8 @@ class Learner(Trainer):
         self.sample = self.fleet.sample = SampleSettings.from_config(config)
         self.segments_per_poll = self.sample.actors * self.sample.credits   # at most in flight at once
         self.fleet.remote = RemoteSettings.from_config(config).server
+        if self.remote is None:       # a run that would not fit in memory is refused before anything starts
+            footprint.check(self.memory_footprint(), footprint.free_memory())
         if self.remote is not None and self.fleet.connect_remote is None:
             raise ValueError("rl.remote.server: this learner was built without a way to reach remote workers (train.py "
                              "gives it lamarckian.remote.fleet.connect)")
@@ -114,6 +116,10 @@ class Learner(Trainer):
         self.iteration = self.cost = 0
         self.elapsed = 0.0
         self.pools = PolicyPools(config, self.model, self.roles.names if self.roles is not None else None, opponents)
+
+    def memory_footprint(self) -> footprint.Footprint:
+        """The memory this run will take with actors of its own (:mod:`.footprint`)."""
+        return footprint.of_run(self.config, self.model, self.seats, self.roles, self.algorithm.off_policy)
 
     @property
     def remote(self) -> str | None:
