@@ -2,9 +2,11 @@
 
 The graph takes ``observation`` ``(N, D)`` float32 (the flat vector :class:`~.observation.ObservationBatcher` makes;
 images ``(N, C, H, W)`` uint8) and returns ``action``, what the environment takes (``(N, A)`` float32 inside the
-bounds, or ``(N,)`` int64 for discrete actions), and ``policy_action``, the same action as the learner stores it
-(SAC: in ``[-1, 1]``; PPO: the Gaussian mean before clipping; discrete: the index), which a remote worker running the
-graph records in its segments. Observation normalization is inside the graph.
+bounds, or ``(N,)`` int64 for discrete actions; a factorised action's row ``(N, D)``: each categorical's choice with
+its start added, then the Gaussian parts inside their bounds, in :mod:`.actions`' order), and ``policy_action``, the
+same action as the learner stores it (SAC: in ``[-1, 1]``; PPO: the Gaussian mean before clipping; discrete: the
+index), which a remote worker running the graph records in its segments. Observation normalization is inside the
+graph.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import gymnasium
+import numpy as np
 import torch
 from torch import nn
 
@@ -27,6 +30,7 @@ class DeterministicPolicy(nn.Module):
 
     low: torch.Tensor      # buffers of a continuous policy: the action bounds ``(A,)``
     high: torch.Tensor
+    start: torch.Tensor    # a factorised policy's: each categorical part's first value ``(C,)``
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
@@ -37,7 +41,15 @@ class DeterministicPolicy(nn.Module):
                              "input and an output of the graph")
         self.model = model
         self.discrete = bool(model.discrete)
-        if not self.discrete:
+        self.factored = model.factored if isinstance(model, ActorCritic) else None
+        if self.factored is not None:      # each categorical's start, the Gaussian parts' bounds side by side
+            self.register_buffer("start", torch.tensor([part.start for part in self.factored.categorical]))
+            bounds = [(part.low, part.high) for part in self.factored.continuous]
+            self.register_buffer("low", torch.as_tensor(np.concatenate([b[0] for b in bounds]) if bounds else
+                                                        np.zeros(0), dtype=torch.float32))
+            self.register_buffer("high", torch.as_tensor(np.concatenate([b[1] for b in bounds]) if bounds else
+                                                         np.zeros(0), dtype=torch.float32))
+        elif not self.discrete:
             space = model.action_space
             assert isinstance(space, gymnasium.spaces.Box)
             self.register_buffer("low", torch.as_tensor(space.low, dtype=torch.float32).reshape(-1))
@@ -52,12 +64,28 @@ class DeterministicPolicy(nn.Module):
             squashed = torch.tanh(model.parameters_of(observation)[0])
             return self._scaled(squashed), squashed
         out = model.action_mean(model.outputs(observation)[0])
+        if self.factored is not None:
+            return self._factored(out)
         if self.discrete:
             index = out.argmax(-1)
             return index, index
         if model.settings.bound == "tanh":
             return self._scaled(torch.tanh(out)), out
         return torch.minimum(torch.maximum(out, self.low), self.high), out
+
+    def _factored(self, out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A factorised action: each categorical's most likely index (``start`` added in ``action``), then the
+        Gaussian means (inside their bounds in ``action``), in :mod:`.actions`' row order."""
+        assert self.factored is not None and isinstance(self.model, ActorCritic)
+        policy_action = self.factored.draw(out, getattr(self.model, "log_std", None), True, None)[0]
+        columns = len(self.factored.categorical)
+        chosen = policy_action[:, :columns] + self.start.to(policy_action.dtype)
+        if not self.factored.gaussian:
+            return chosen, policy_action
+        means = policy_action[:, columns:]
+        bounded = self._scaled(torch.tanh(means)) if self.model.settings.bound == "tanh" else \
+            torch.minimum(torch.maximum(means, self.low), self.high)
+        return torch.cat([chosen, bounded], -1), policy_action
 
     def _scaled(self, squashed: torch.Tensor) -> torch.Tensor:
         """``[-1, 1]`` to the action space's bounds."""

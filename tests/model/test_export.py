@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gymnasium
 import numpy as np
 import onnxruntime
 import pytest
@@ -10,6 +11,8 @@ import torch
 from lamarckian import export
 from lamarckian.config import load
 from lamarckian.mdp import create_mdp
+from lamarckian.model import ActorCritic
+from lamarckian.model.export import export_onnx
 from lamarckian.record.checkpoint import CHECKPOINT_FORMAT, plain
 from lamarckian.rl.algorithms import build_model
 
@@ -75,3 +78,19 @@ def test_a_recurrent_policy_is_refused(tmp_path, capsys):
     torch.save({"format": CHECKPOINT_FORMAT, "model": model.state_dict(), "config": plain(config)}, checkpoint)
     assert export.main(["--checkpoint", str(checkpoint), "--onnx", str(tmp_path / "p.onnx")]) == 2
     assert "recurrent" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("space", [gymnasium.spaces.MultiDiscrete([3, 2], start=[1, 0]),
+                                   gymnasium.spaces.Dict({"move": gymnasium.spaces.Discrete(4),
+                                                          "aim": gymnasium.spaces.Box(-1, 1, (2,))})],
+                         ids=["multidiscrete", "dict"])
+def test_a_factorised_policy_exports_its_action_row(space, tmp_path):
+    torch.manual_seed(0)
+    model = ActorCritic(gymnasium.spaces.Box(-1, 1, (3,), np.float32), space).eval()
+    path = export_onnx(model, tmp_path / "policy.onnx")
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    observations = np.random.default_rng(0).uniform(-1, 1, (50, 3)).astype(np.float32)
+    _, policy_action = session.run(None, {"observation": observations})
+    with torch.no_grad():
+        taken = model.act(torch.from_numpy(observations), deterministic=True)[0].numpy()
+    np.testing.assert_allclose(policy_action, taken, atol=1e-5, rtol=0)

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from lamarckian.model import ActorCritic, ModelSettings
+from lamarckian.rl.algorithms import ppo as ppo_module
 from lamarckian.rl.algorithms.ppo import PPO, PPOSettings, ppo_loss, vtrace_advantages, vtrace_policy_advantages
 from lamarckian.rl.segment import Segment
 
@@ -140,3 +141,15 @@ def test_old_values_are_in_the_statistics_of_the_targets():
         before = model.denormalize_value(model(torch.zeros(1, 1))[1])   # reward units, the old statistics
     batch = PPO(model, PPOSettings.defaults()).prepare([segment], version=0)
     assert torch.allclose(model.denormalize_value(batch["old_values"][:1]), before, atol=1e-4)
+
+
+def test_a_batch_of_images_is_scored_in_chunks_as_it_would_be_whole(monkeypatch):
+    torch.manual_seed(0)
+    model = ActorCritic(gymnasium.spaces.Box(0, 255, (36, 36, 3), np.uint8), gymnasium.spaces.Discrete(3),
+                        ModelSettings.defaults(hidden=(16,)))
+    frames = torch.randint(0, 256, (10, 3, 36, 36), dtype=torch.uint8)
+    actions = torch.randint(0, 3, (10,))
+    whole = ppo_module.score(model, frames, actions, {})
+    monkeypatch.setattr(ppo_module, "SCORE_BYTES", 3 * 36 * 36 * 4 * 3)      # three images a chunk
+    chunked = ppo_module.score(model, frames, actions, {})
+    assert torch.allclose(torch.cat(chunked), torch.cat(whole), atol=1e-6)
