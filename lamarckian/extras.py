@@ -17,7 +17,9 @@ EXTRA_OF_PETTINGZOO_FAMILY = {"classic": "pettingzoo-classic", "butterfly": "pet
 def missing_dependency(error: ImportError, what: str) -> str:
     """One line for ``error`` raised while building ``what`` (a key or a feature): the missing module and the
     command that installs it."""
-    module = (error.name or str(error)).split(".")[0]
+    if error.name is None:            # a library's own words on what to install (gymnasium's DependencyNotInstalled)
+        return f"{what} needs a package that is not installed: {' '.join(str(error).split())}"
+    module = error.name.split(".")[0]
     if module in EXTRA_OF_MODULE and EXTRA_OF_MODULE[module] is None:
         hint = "pip install lamarckian"
     else:

@@ -155,7 +155,7 @@ class MDPSettings(Section):
     are open mappings handed to their factories (:func:`lamarckian.mdp.create_mdp`), the documented exception."""
 
     KEY = "mdp"
-    OTHER_KEYS = ("realtime", "pong", "coins", "gym", "game", "service", "pettingzoo", "vec", "evaluation")
+    OTHER_KEYS = ("realtime", "resize", "pong", "coins", "gym", "game", "service", "pettingzoo", "vec", "evaluation")
 
     create: str
     kwargs: dict

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 from ..config.loader import merge
 from .base import MDP, Controller
+from .images import resized
 from .plugin import is_plugin, load_plugin
 from .wrap import FrameSkip, IdleBonus, Statistics
 
@@ -26,11 +27,12 @@ def create_mdp(mdp_config: Mapping[str, Any], seed: int | None = None, *, evalua
     """The MDP named by ``mdp.create`` (``pong``, ``coins``, ``gym``, ``pettingzoo``, ``game``: one served by a game
     server (``mdp.game``, docs/games.md), ``service``: agents of games that call the policy (``mdp.service``), or
     ``module:ClassName``: your own :class:`MDP` subclass, built as ``ClassName(**mdp.kwargs, seed=seed)``), seeded
-    with ``seed``; stepped in real time when ``mdp.realtime.period`` is set. ``evaluation``: an environment for
+    with ``seed``; its large frames resized (``mdp.resize``: :mod:`.images`); stepped in real time when
+    ``mdp.realtime.period`` is set. ``evaluation``: an environment for
     deterministic evaluation, with ``mdp.evaluation``'s changes (:func:`evaluation_config`)."""
     if evaluation:
         mdp_config = evaluation_config(mdp_config)
-    mdp = _create(mdp_config, seed)
+    mdp = resized(_create(mdp_config, seed), mdp_config.get("resize"))
     period = (mdp_config.get("realtime") or {}).get("period")
     if period is None:
         return mdp
