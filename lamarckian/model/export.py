@@ -96,7 +96,7 @@ def export_onnx(model: nn.Module, path: Path) -> Path:
     """Write ``model``'s deterministic policy to ``path`` (a batch dimension of any size); the path."""
     policy = DeterministicPolicy(model).eval()
     batcher = policy.model.batcher
-    example = torch.zeros((2, *batcher.shape), dtype=torch.uint8 if batcher.image else torch.float32)
+    example = torch.zeros((2, *batcher.shape), dtype=torch.uint8 if batcher.stored_as_bytes else torch.float32)
     batch = torch.export.Dim("batch")
     program = torch.onnx.export(policy, (example,), dynamo=True, input_names=["observation"],
                                 output_names=["action", "policy_action"], dynamic_shapes=({0: batch},),

@@ -99,23 +99,75 @@ def init_layer(layer: Layer, gain: float) -> Layer:
     return layer
 
 
+def nature_cnn(shape: tuple[int, ...]) -> tuple[nn.Sequential, int]:
+    """The Nature DQN convolutions for frames ``(C, H, W)`` (scaled to [0, 1]), flattened; its output width."""
+    channels, height, width = shape
+    cnn = nn.Sequential(init_layer(nn.Conv2d(channels, 32, 8, 4), math.sqrt(2)), nn.ReLU(),
+                        init_layer(nn.Conv2d(32, 64, 4, 2), math.sqrt(2)), nn.ReLU(),
+                        init_layer(nn.Conv2d(64, 64, 3, 1), math.sqrt(2)), nn.ReLU(), nn.Flatten())
+    with torch.no_grad():
+        return cnn, int(cnn(torch.zeros(1, channels, height, width)).shape[1])
+
+
+def mlp(width_in: int, settings: ModelSettings) -> tuple[list[nn.Module], int]:
+    """The layers of ``model.hidden`` after ``width_in`` inputs; their output width."""
+    layers: list[nn.Module] = []
+    for width_out in settings.hidden:
+        layers += [init_layer(nn.Linear(width_in, width_out), math.sqrt(2)), ACTIVATIONS[settings.activation]()]
+        width_in = width_out
+    return layers, width_in
+
+
+class MixedEncoder(nn.Module):
+    """A Dict or Tuple observation with image parts (what stable-baselines3's MultiInputPolicy takes): a Nature CNN
+    per image part and the vector parts as they are, side by side, then the MLP of ``model.hidden``. Its input is
+    :meth:`ActorCritic.prepare`'s ``(N, D + pixels)`` float row: the normalized vector ``(D,)``, then each image's
+    pixels in [0, 1]."""
+
+    def __init__(self, batcher: ObservationBatcher, settings: ModelSettings) -> None:
+        super().__init__()
+        self.vector_size = batcher.vector_size
+        self.shapes = [shape for _, shape, _ in batcher.frames]
+        cnns = [nature_cnn(shape) for shape in self.shapes]
+        self.cnns = nn.ModuleList(cnn for cnn, _ in cnns)
+        layers, self.width = mlp(self.vector_size + sum(width for _, width in cnns), settings)
+        self.mlp = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        features, offset = [x[:, :self.vector_size]], self.vector_size
+        for cnn, shape in zip(self.cnns, self.shapes):
+            size = int(np.prod(shape))
+            features.append(cnn(x[:, offset:offset + size].reshape(-1, *shape)))
+            offset += size
+        return self.mlp(torch.cat(features, -1))
+
+
 def build_encoder(batcher: ObservationBatcher, settings: ModelSettings) -> tuple[nn.Module, int]:
-    """The Nature CNN (images) and the MLP of ``model.hidden``; the module and its output width."""
-    activation = ACTIVATIONS[settings.activation]
+    """The Nature CNN (images; one per image part of a mixed Dict) and the MLP of ``model.hidden``; the module and
+    its output width."""
+    if batcher.mixed:
+        encoder = MixedEncoder(batcher, settings)
+        return encoder, encoder.width
     layers: list[nn.Module] = []
     if batcher.image:
-        channels, height, width = batcher.shape
-        layers += [init_layer(nn.Conv2d(channels, 32, 8, 4), math.sqrt(2)), nn.ReLU(),
-                   init_layer(nn.Conv2d(32, 64, 4, 2), math.sqrt(2)), nn.ReLU(),
-                   init_layer(nn.Conv2d(64, 64, 3, 1), math.sqrt(2)), nn.ReLU(), nn.Flatten()]
-        with torch.no_grad():
-            width_in = nn.Sequential(*layers)(torch.zeros(1, channels, height, width)).shape[1]
+        cnn, width_in = nature_cnn(batcher.shape)
+        layers += list(cnn)
     else:
         width_in = batcher.shape[0]
-    for width_out in settings.hidden:
-        layers += [init_layer(nn.Linear(width_in, width_out), math.sqrt(2)), activation()]
-        width_in = width_out
-    return nn.Sequential(*layers), width_in
+    hidden, width_out = mlp(width_in, settings)
+    return nn.Sequential(*layers, *hidden), width_out
+
+
+def split_mixed(batcher: ObservationBatcher, rows: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Mixed rows ``(N, B)`` uint8 (:class:`ObservationBatcher`) → the vector part ``(N, D)`` float32 and each
+    image part ``(N, C, H, W)`` uint8."""
+    vector = rows[:, :4 * batcher.vector_size].contiguous().view(torch.float32)
+    frames, offset = [], 4 * batcher.vector_size
+    for _, shape, _ in batcher.frames:
+        size = int(np.prod(shape))
+        frames.append(rows[:, offset:offset + size].reshape(-1, *shape))
+        offset += size
+    return vector, frames
 
 
 class RecurrentCore(nn.Module):
@@ -162,10 +214,13 @@ class ActorCritic(nn.Module):
             if policy_input.image:
                 raise ValueError("model.central_value takes vector observations, not images")
             self.private = policy_input.shape[0]
-        if self.batcher.image:
+        if self.batcher.mixed and settings.central_value:
+            raise ValueError("model.central_value takes vector observations, not a Dict with images")
+        if self.batcher.image or (self.batcher.mixed and not self.batcher.vector_size):
             self.observation_normalizer = None
         else:
-            self.observation_normalizer = RunningNormalizer(self.batcher.shape)
+            self.observation_normalizer = RunningNormalizer((self.batcher.vector_size,) if self.batcher.mixed
+                                                            else self.batcher.shape)
         self.value_normalizer = RunningNormalizer(())
         self.actor_encoder, width = build_encoder(policy_input, settings)
         self.critic_encoder = self.actor_encoder if settings.shared else build_encoder(self.batcher, settings)[0]
@@ -227,12 +282,29 @@ class ActorCritic(nn.Module):
         return None if log_std is None else log_std.detach().exp()
 
     def prepare(self, observation: torch.Tensor) -> torch.Tensor:
-        """Scale images to [0, 1]; normalize vectors (if configured)."""
+        """Scale images to [0, 1]; normalize vectors (if configured); a mixed row becomes its normalized vector
+        followed by its images' pixels in [0, 1] (:class:`MixedEncoder`'s input)."""
         if self.batcher.image:
             return observation.float() / 255.0
+        if self.batcher.mixed:
+            vector, frames = split_mixed(self.batcher, observation)
+            if self.observation_normalizer is not None:
+                vector = self.observation_normalizer(vector)
+            return torch.cat([vector, *(frame.reshape(len(frame), -1).float() / 255.0 for frame in frames)], -1)
         if self.observation_normalizer is not None:       # model.normalize_observation
             return self.observation_normalizer(observation)
         return observation
+
+    def normalized_part(self, observations: torch.Tensor) -> torch.Tensor:
+        """What the observation normalizer learns from, of a batch ``(N, ...)``: the vectors (a mixed row's
+        vector part)."""
+        return split_mixed(self.batcher, observations)[0] if self.batcher.mixed else observations
+
+    def mask_flags(self, observation: torch.Tensor) -> torch.Tensor:
+        """``(N, choices)`` legal flags of a batch whose observations carry an ``action_mask``."""
+        assert self.mask is not None, "the observations carry no action_mask"
+        vector = split_mixed(self.batcher, observation)[0] if self.batcher.mixed else observation
+        return vector[..., self.mask]
 
     @property
     def state_size(self) -> int:
@@ -250,7 +322,7 @@ class ActorCritic(nn.Module):
         the normalized value ``(N,)`` from actor and critic features."""
         out = self.policy_head(actor)
         if self.mask is not None:
-            out = out.masked_fill(observation[..., self.mask] < 0.5, ILLEGAL)
+            out = out.masked_fill(self.mask_flags(observation) < 0.5, ILLEGAL)
         if self.settings.sde and not self.discrete:
             out = torch.cat([out, self._sde_log_std(actor)], -1)
         return out, self.value_head(critic).squeeze(-1)

@@ -51,35 +51,59 @@ def _flatten_one(space: gymnasium.Space, observation: Any) -> np.ndarray:
     return np.asarray(observation, np.float32).reshape(-1)
 
 
+def frame_shape(space: gymnasium.Space) -> tuple[tuple[int, int, int], bool]:
+    """An image space's ``(C, H, W)`` and whether its frames come channels last (``H × W × C``)."""
+    shape = space.shape
+    assert shape is not None and len(shape) == 3, "an image space is a rank-3 Box"
+    channels_last = shape[-1] < shape[0]
+    return ((shape[2], shape[0], shape[1]) if channels_last else (shape[0], shape[1], shape[2])), channels_last
+
+
 class ObservationBatcher:
-    """Stack observations of one space into a tensor: images ``(N, C, H, W)`` uint8, else ``(N, D)`` float32."""
+    """Stack observations of one space into a tensor: images ``(N, C, H, W)`` uint8, vectors ``(N, D)`` float32,
+    and a Dict or Tuple with image parts ("mixed") ``(N, B)`` uint8 rows: the other parts' flat float32 vector
+    ``(D,)`` as its bytes, then every image part ``(C, H, W)`` in the space's order (:attr:`frames`), padded to a
+    multiple of 4 bytes; images stay ``uint8`` until the network's forward (``network.split_mixed``)."""
 
     def __init__(self, space: gymnasium.Space) -> None:
         self.space = space
         self.image = is_image(space)
-        self.channels_last = self.image and space.shape is not None and space.shape[-1] < space.shape[0]
+        self.channels_last = self.image and frame_shape(space)[1]
         self.plain_box = isinstance(space, gymnasium.spaces.Box) and not self.image
+        members = parts(space) if isinstance(space, (gymnasium.spaces.Dict, gymnasium.spaces.Tuple)) else {}
+        self.frames = [(key, *frame_shape(sub)) for key, sub in members.items() if is_image(sub)]
+        self.mixed = bool(self.frames)
+        self.vectors = [(key, sub) for key, sub in members.items() if not is_image(sub)] if self.mixed else []
+        self.vector_size = sum(flat_size(sub) for _, sub in self.vectors)
 
     @property
     def mask(self) -> slice | None:
-        """Where a dict observation's ``action_mask`` (1: legal) lies in the flat vector; None without one."""
+        """Where a dict observation's ``action_mask`` (1: legal) lies in the flat vector (of a mixed space: in its
+        vector part); None without one."""
         if not isinstance(self.space, gymnasium.spaces.Dict) or "action_mask" not in self.space.spaces:
             return None
         start = 0
         for key, space in self.space.spaces.items():
             if key == "action_mask":
                 return slice(start, start + flat_size(space))
-            start += flat_size(space)
+            if not (self.mixed and is_image(space)):
+                start += flat_size(space)
         return None
 
     @property
     def shape(self) -> tuple[int, ...]:
         """Shape of one batched sample."""
         if self.image:
-            shape = self.space.shape
-            assert shape is not None     # an image space is a Box
-            return (shape[2], shape[0], shape[1]) if self.channels_last else tuple(shape)
+            return frame_shape(self.space)[0]
+        if self.mixed:
+            size = 4 * self.vector_size + sum(int(np.prod(shape)) for _, shape, _ in self.frames)
+            return (size + (-size) % 4,)
         return (flat_size(self.space),)
+
+    @property
+    def stored_as_bytes(self) -> bool:
+        """Samples are ``uint8`` (images, mixed rows), not ``float32``."""
+        return self.image or self.mixed
 
     def convert(self, observation: Any) -> np.ndarray:
         """One observation as the array that :meth:`__call__` would stack (``shape``)."""
@@ -88,7 +112,22 @@ class ObservationBatcher:
             return np.ascontiguousarray(array.transpose(2, 0, 1)) if self.channels_last else array
         if self.plain_box:
             return np.asarray(observation, np.float32).reshape(-1)
+        if self.mixed:
+            return self._pack(observation)
         return _flatten_one(self.space, observation)
+
+    def _pack(self, observation: Any) -> np.ndarray:
+        row = np.zeros(self.shape[0], np.uint8)
+        if self.vectors:
+            vector = np.concatenate([_flatten_one(sub, observation[key]) for key, sub in self.vectors])
+            row[:4 * self.vector_size] = vector.astype(np.float32).view(np.uint8)
+        offset = 4 * self.vector_size
+        for key, shape, channels_last in self.frames:
+            frame = np.asarray(observation[key], np.uint8)
+            size = int(np.prod(shape))
+            row[offset:offset + size] = (frame.transpose(2, 0, 1) if channels_last else frame).reshape(-1)
+            offset += size
+        return row
 
     def __call__(self, observations: Sequence[Any]) -> np.ndarray:
         if self.image:
@@ -96,5 +135,5 @@ class ObservationBatcher:
             return np.ascontiguousarray(batch.transpose(0, 3, 1, 2)) if self.channels_last else batch
         if self.plain_box:
             return np.stack([np.asarray(o, np.float32).reshape(-1) for o in observations])
-        return np.stack([_flatten_one(self.space, o) for o in observations])
+        return np.stack([self.convert(o) for o in observations])
 

@@ -49,6 +49,9 @@ class QNetwork(nn.Module):
                              f"(use {instead(action_space)})")
         self.settings, self.action_space = settings, action_space
         self.batcher = ObservationBatcher(observation_space)
+        if self.batcher.mixed:
+            raise ValueError("rl.algorithm=dqn takes vector or image observations; a Dict with image parts trains with "
+                             "rl.algorithm=ppo, impala or a3c (a CNN per image part)")
         self.encoder, width = build_encoder(self.batcher, settings)
         self.advantage_head = init_layer(nn.Linear(width, int(action_space.n)), 1.0)
         self.value_head = init_layer(nn.Linear(width, 1), 1.0) if dueling else None
@@ -90,8 +93,9 @@ class SquashedGaussianPolicy(nn.Module):
                              f"{action_space} (use {instead(action_space)})")
         self.settings, self.action_space = settings, action_space
         self.batcher = ObservationBatcher(observation_space)
-        if self.batcher.image:
-            raise ValueError("rl.algorithm=sac takes vector observations; this MDP's are images")
+        if self.batcher.image or self.batcher.mixed:
+            raise ValueError("rl.algorithm=sac takes vector observations; this MDP's hold images (rl.algorithm=ppo, "
+                             "impala or a3c take them)")
         self.encoder, width = build_encoder(self.batcher, settings)
         size = int(np.prod(action_space.shape))
         self.mean_head = init_layer(nn.Linear(width, size), 0.01)

@@ -69,7 +69,7 @@ class StackedPolicies:
         """
         if observations.shape[0] != self.count:
             raise ValueError(f"expected observations for {self.count} policies, got {observations.shape[0]}")
-        if self.template.batcher.image:
+        if self.template.batcher.stored_as_bytes:
             return torch.vmap(self._one)(self.parameters, self.buffers, observations)
         outputs, values = self._mlp(observations, value=True)
         assert values is not None
@@ -128,7 +128,7 @@ class StackedPolicies:
         slot[order] = torch.arange(len(policy), device=policy.device) - starts[policy[order]]
         block = observations.new_zeros((self.count, width, *observations.shape[1:]))
         block[policy, slot] = observations
-        if self.template.batcher.image:
+        if self.template.batcher.stored_as_bytes:
             out = self.outputs(block)[0][policy, slot]
         else:
             out = self._mlp(block, value=False)[0][policy, slot]

@@ -102,6 +102,50 @@ class Lock(MDP):
         return Episode([LockController(code, self.base, self.binary)], [])
 
 
+class SpotController(Controller):
+    """One look at a 36×36 frame with a bright square in one of its quadrants (and a vector of noise beside it):
+    reward 1 for naming the quadrant (1/4 for a random guess)."""
+
+    def __init__(self, quadrant: int, noise: np.ndarray) -> None:
+        self.quadrant, self.noise, self.reward, self.guessed = quadrant, noise, 0.0, False
+
+    def get_state(self) -> dict:
+        frame = np.zeros((36, 36, 1), np.uint8)
+        row, column = divmod(self.quadrant, 2)
+        frame[4 + 18 * row:13 + 18 * row, 4 + 18 * column:13 + 18 * column] = 255
+        return {"frame": frame, "noise": self.noise}
+
+    async def __call__(self, action) -> None:
+        self.reward, self.guessed = float(int(action) == self.quadrant), True
+
+    def get_reward(self) -> float:
+        return self.reward
+
+    @property
+    def done(self) -> bool:
+        return self.guessed
+
+    def get_result(self) -> dict:
+        return {"fitness": self.reward, "win": None, "objectives": {}}
+
+
+class Spot(MDP):
+    """Where is the square? A Dict observation of an image and a vector (the CNN must read the image)."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.random = np.random.default_rng(seed)
+        self.spec = PlayerSpec(gymnasium.spaces.Dict({"frame": gymnasium.spaces.Box(0, 255, (36, 36, 1), np.uint8),
+                                                      "noise": gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float32)}),
+                               gymnasium.spaces.Discrete(4))
+
+    def describe(self) -> list[PlayerSpec]:
+        return [self.spec]
+
+    def reset(self, *players: int) -> Episode:
+        noise = self.random.uniform(-1, 1, 2).astype(np.float32)
+        return Episode([SpotController(int(self.random.integers(4)), noise)], [])
+
+
 class StuckController(WalkController):
     """A walk whose environment stops answering after ``after`` steps (a simulator that hangs)."""
 

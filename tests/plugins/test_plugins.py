@@ -106,3 +106,12 @@ def test_factorised_actions_learn_a_code_far_above_a_random_guess(tmp_path, bina
     rows = read_rows(tmp_path / "evaluations.csv")
     assert code == 0
     assert float(rows[-1]["fitness"]) >= 0.9
+
+
+def test_a_dict_with_an_image_part_learns_through_its_cnn(tmp_path):
+    """Which quadrant holds the square? Only the image part tells: 1/4 for a random guess."""
+    code = train_main(["--debug", "-m", "mdp.create=tests.plugins.tasks:Spot", f"root={tmp_path}", "seed=0",
+                       "evaluator.episodes=200", "evaluator.progress=false", "evaluator.terminate=self.iteration >= 3"])
+    rows = read_rows(tmp_path / "evaluations.csv")
+    assert code == 0
+    assert float(rows[-1]["fitness"]) >= 0.9

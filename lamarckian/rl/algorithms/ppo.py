@@ -301,7 +301,8 @@ class PPO(OwnsAdam):
         observations = cat("observations")
         steps, lanes = observations.shape[:2]
         if model.observation_normalizer is not None:
-            self._fold(model.observation_normalizer, observations.reshape(steps * lanes, -1))
+            self._fold(model.observation_normalizer,
+                       model.normalized_part(observations.reshape(steps * lanes, *observations.shape[2:])))
         actions, behaviour = cat("actions"), cat("log_probs")
         sequences = recurrent_sequences(model, segments, device)
         with torch.no_grad():

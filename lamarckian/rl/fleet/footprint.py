@@ -105,7 +105,7 @@ def observation_bytes(model: torch.nn.Module) -> int:
     for member in members:
         batcher = cast(ObservationBatcher, member.batcher)
         count = int(np.prod(batcher.shape))
-        sizes.append(count if batcher.image else 4 * count)
+        sizes.append(count if batcher.stored_as_bytes else 4 * count)
     return max(sizes)
 
 
