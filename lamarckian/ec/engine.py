@@ -15,6 +15,7 @@ from typing import Any, Iterator, Mapping
 from .. import rpc
 from ..config import Expression
 from ..config.sections import EvaluatorSettings, RaySettings, RunSettings, SampleSettings
+from ..errors import NoProgress
 from ..record import Checkpoints, Progress, StatusFile, format_number
 from .base import Algorithm
 from .individual import Individual
@@ -27,6 +28,9 @@ from .space import SearchSpace
 from .tournament import Tournament, TournamentSettings
 
 log = logging.getLogger(__name__)
+NO_PROGRESS = f"{NoProgress.__module__}.{NoProgress.__qualname__}"   # its name in a learner's RemoteError
+
+
 def build_algorithm(config: Mapping[str, Any], space: SearchSpace) -> Algorithm:
     """The algorithm named by ``ec.algorithm`` with its settings section."""
     ec = EvolutionSettings.from_config(config)
@@ -226,6 +230,8 @@ class Evolution:
             if isinstance(outcome, rpc.ActorDiedError):
                 self._replace(outcome, individuals)
                 continue
+            if isinstance(outcome, rpc.RemoteError) and outcome.type_name == NO_PROGRESS:
+                raise NoProgress(f"{outcome.actor}: {outcome.remote_message}")   # one line, exit 1 (not a traceback)
             if isinstance(outcome, BaseException):
                 raise outcome
             told = list(zip(individuals, outcome))

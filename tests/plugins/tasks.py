@@ -56,20 +56,13 @@ class Walk(MDP):
         return Episode([WalkController(self.goal, self.limit)], [])
 
 
-class LockController(Controller):
-    """One guess at a code: the observation shows it (one-hot per digit), the guess is every digit at once, the
-    reward the share of digits right (1 at best; 1 / ``base`` on average for a random guess)."""
+class OneGuess(Controller):
+    """A one-step episode: the guess earns ``reward`` and ends it."""
 
-    def __init__(self, code: np.ndarray, base: int, binary: bool) -> None:
-        self.code, self.base, self.binary, self.reward, self.guessed = code, base, binary, 0.0, False
+    reward, guessed = 0.0, False
 
-    def get_state(self) -> np.ndarray:
-        return np.eye(self.base, dtype=np.float32)[self.code].reshape(-1)
-
-    async def __call__(self, action) -> None:
-        guess = np.asarray(action).reshape(-1)
-        self.reward = float(np.mean(guess == self.code))
-        self.guessed = True
+    def answer(self, reward: float) -> None:
+        self.reward, self.guessed = reward, True
 
     def get_reward(self) -> float:
         return self.reward
@@ -80,6 +73,20 @@ class LockController(Controller):
 
     def get_result(self) -> dict:
         return {"fitness": self.reward, "win": None, "objectives": {}}
+
+
+class LockController(OneGuess):
+    """One guess at a code: the observation shows it (one-hot per digit), the guess is every digit at once, the
+    reward the share of digits right (1 at best; 1 / ``base`` on average for a random guess)."""
+
+    def __init__(self, code: np.ndarray, base: int) -> None:
+        self.code, self.base = code, base
+
+    def get_state(self) -> np.ndarray:
+        return np.eye(self.base, dtype=np.float32)[self.code].reshape(-1)
+
+    async def __call__(self, action) -> None:
+        self.answer(float(np.mean(np.asarray(action).reshape(-1) == self.code)))
 
 
 class Lock(MDP):
@@ -99,15 +106,15 @@ class Lock(MDP):
 
     def reset(self, *players: int) -> Episode:
         code = self.random.integers(0, self.base, self.digits)
-        return Episode([LockController(code, self.base, self.binary)], [])
+        return Episode([LockController(code, self.base)], [])
 
 
-class SpotController(Controller):
+class SpotController(OneGuess):
     """One look at a 36×36 frame with a bright square in one of its quadrants (and a vector of noise beside it):
     reward 1 for naming the quadrant (1/4 for a random guess)."""
 
     def __init__(self, quadrant: int, noise: np.ndarray) -> None:
-        self.quadrant, self.noise, self.reward, self.guessed = quadrant, noise, 0.0, False
+        self.quadrant, self.noise = quadrant, noise
 
     def get_state(self) -> dict:
         frame = np.zeros((36, 36, 1), np.uint8)
@@ -116,17 +123,7 @@ class SpotController(Controller):
         return {"frame": frame, "noise": self.noise}
 
     async def __call__(self, action) -> None:
-        self.reward, self.guessed = float(int(action) == self.quadrant), True
-
-    def get_reward(self) -> float:
-        return self.reward
-
-    @property
-    def done(self) -> bool:
-        return self.guessed
-
-    def get_result(self) -> dict:
-        return {"fitness": self.reward, "win": None, "objectives": {}}
+        self.answer(float(int(action) == self.quadrant))
 
 
 class Spot(MDP):
