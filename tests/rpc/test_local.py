@@ -129,6 +129,23 @@ def test_in_flight_counts_the_credits_the_actors_hold():
         assert gather.in_flight() == 3
 
 
+def test_in_flight_counts_one_actors_credits():
+    with Gather(All([Echo(1), Echo(2)]), credits=2) as gather, gather.gathering("count"):
+        gather.holding = True
+        index, _ = gather.receive()
+        assert (gather.in_flight(index), gather.in_flight(1 - index)) == (1, 2)
+
+
+def test_releasing_one_held_credit_keeps_the_others_held():
+    actor = Echo(1)
+    with Gather(All([actor]), credits=2) as gather, gather.gathering("count"):
+        gather.holding = True
+        gather()
+        gather()
+        gather.release(0, 1)
+        assert gather.in_flight(0) == 1
+
+
 def test_decorator_checks_and_seed_import_paths():
     with pytest.raises(TypeError, match="not decorated with @any"):
         Any([OnlyAll()])
