@@ -23,7 +23,7 @@ from ..mdp import create_mdp, wrap_controller
 from ..model.observation import ObservationBatcher
 from ..rating.results import EpisodeResult
 from ..rl.seeds import FIRST_ENVIRONMENT_SLOT, actor_seed
-from ..rl.segment import Lane, stack_lanes
+from ..rl.segment import Lane, is_report, stack_lanes
 from .client import Client
 
 log = logging.getLogger(__name__)
@@ -170,7 +170,10 @@ class Worker:
         ``apply_extras``)."""
         shown = time.monotonic()
         while not stop.is_set():
-            message: dict[str, Any] = {"op": "segment", "segment": source.sample(), "imports": imported()}
+            segment = source.sample()
+            if is_report(segment):           # the actor's progress while a slow segment fills: the trainer wants
+                continue                     # segments only (and the loop sees `stop` meanwhile)
+            message: dict[str, Any] = {"op": "segment", "segment": segment, "imports": imported()}
             if not self.onnx:
                 message["have"] = self.version
             if self.client.send(message) is None:

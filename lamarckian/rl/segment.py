@@ -92,6 +92,14 @@ class Segment:
                    **{name: data.get(name) for name in OPTIONAL}, counters=dict(counters), policy=policy)
 
 
+REPORT = "progress"          # the key of an actor's progress report among its gathered messages (rl/fleet/stall.py)
+
+
+def is_report(message: Any) -> bool:
+    """Whether an actor's message is a progress report (sent while a slow segment fills), not segments."""
+    return isinstance(message, Mapping) and REPORT in message
+
+
 def segments_of(message: Mapping[str, Any]) -> list[Segment]:
     """The segments of an actor's message: one segment, or with ``rl.policies`` a ``{"bundle": [segment, ...]}`` of
     one per policy; ValueError for anything else (a peer's malformed report)."""

@@ -17,6 +17,7 @@ from ...model import to_blob
 from ...rating.results import EpisodeResult
 from ..algorithms.ppo import PPOSettings
 from ..evaluator import summarize
+from ..segment import is_report
 from .learner import Learner
 
 
@@ -80,6 +81,9 @@ class A3CLearner(Learner):
             return None
         except rpc.ActorDiedError as error:
             self.fleet.replace(error)
+            return None
+        if is_report(message):            # a slow segment's progress (the stall report's)
+            self._take_report(message)
             return None
         gradient = message.get("gradient") if isinstance(message, Mapping) else None
         if not isinstance(gradient, np.ndarray) or gradient.shape != (self.size,) or gradient.dtype != np.float32 \

@@ -36,7 +36,7 @@ from ..algorithms.base import UpdateRule
 from ..algorithms.per_policy import PerPolicyUpdate
 from ..evaluator import Evaluator, summarize
 from ..loop import Trainer, lost_field
-from ..segment import Segment, segments_of
+from ..segment import Segment, is_report, segments_of
 from . import footprint, stall
 from .policy_pools import PolicyPools
 from .supervisor import ActorFleet, RemoteConnect
@@ -248,7 +248,7 @@ class Learner(Trainer):
                 if error.index is not None:
                     watch.forget(error.index)
                 continue
-            if stall.is_report(received):
+            if is_report(received):
                 self._take_report(received)
                 continue
             message = segments_of(received)

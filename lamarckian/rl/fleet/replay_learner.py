@@ -19,7 +19,7 @@ from ... import rpc
 from ...config.sections import EpsilonSettings, ReplaySettings, RLSettings, RunSettings
 from ..algorithms.replay import ReplayBuffer
 from ..evaluator import summarize
-from ..segment import Segment
+from ..segment import Segment, is_report
 from .learner import Learner
 
 POLL_SECONDS = 0.001   # how long an iteration listens for more segments once the buffer may be trained on
@@ -76,6 +76,9 @@ class OffPolicyLearner(Learner):
                 break
             except rpc.ActorDiedError as error:
                 self.fleet.replace(error)
+                continue
+            if is_report(wire):              # a slow segment's progress (the stall report's)
+                self._take_report(wire)
                 continue
             segment = Segment.from_wire(wire)
             steps += segment.steps

@@ -17,19 +17,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ...errors import NoProgress
 from ...record import format_number
-
-REPORT = "progress"          # the key of a progress report among an actor's gathered messages
+from ..segment import REPORT
 
 
 def report(progress: Mapping[str, float], counters: Mapping[str, float]) -> dict[str, Any]:
     """An actor's progress report (the wire form): :meth:`SlotSampler.progress` and its environments' counters grown
     since its previous message."""
     return {REPORT: dict(progress), "counters": dict(counters)}
-
-
-def is_report(message: Any) -> bool:
-    """Whether a gathered message is a progress report (not segments)."""
-    return isinstance(message, Mapping) and REPORT in message
 
 
 def report_interval(stall: float) -> float:
