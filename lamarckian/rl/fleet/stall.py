@@ -4,9 +4,9 @@ An actor whose segments are not complete after a few seconds sends a progress re
 env steps and episodes so far, the slowest environment call, what its environments counted: lost episodes by
 cause), then goes on with the same segments. The learner's :class:`StallWatch` adds reports and segments up per
 actor. When an iteration has collected for ``sample.stall`` seconds it prints what the run waits for (every
-``sample.stall`` seconds while it lasts); when not one env step finished in that time (every episode lost, or
-environments that do not return) the run cannot progress and :class:`~lamarckian.errors.NoProgress` ends it with
-the reason.
+``sample.stall`` seconds while it lasts); when not one env step finished in that time (environments that do not
+return), or in half of it while every episode was lost, the run cannot progress and
+:class:`~lamarckian.errors.NoProgress` ends it with the reason.
 """
 
 from __future__ import annotations
@@ -152,10 +152,13 @@ class StallWatch:
 
     def check(self, collected: int, in_flight: Sequence[int]) -> None:
         """Between messages: say what the run waits for once the iteration has collected for ``limit`` seconds (and
-        every ``limit`` seconds after); NoProgress when not one env step finished in that time. ``collected``: the
+        every ``limit`` seconds after); NoProgress when not one env step finished in that time, or in half of it
+        while episodes were lost (every one of them, then). ``collected``: the
         env steps the iteration has; ``in_flight``: each actor's segments asked for and not yet received."""
         now = self.clock()
         waited = now - self.started
+        if not self.moved and waited >= self.limit / 2 and any(self.lost.values()):
+            raise NoProgress(self._why_stuck(waited, in_flight))    # every episode lost: certain in half the time
         if waited < self.limit or now - self.told < self.limit:
             return
         self.told = now

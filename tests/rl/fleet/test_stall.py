@@ -46,6 +46,14 @@ def test_nothing_is_said_before_the_limit():
     assert said == []
 
 
+def test_lost_episodes_with_steps_between_them_are_progress():
+    watch, clock, _ = watch_of()
+    watch.report(0, progress_report(50, lost=10))
+    clock.now = 31.0
+    watch.check(0, [2])                         # some episodes make steps: a slow run, not a stuck one
+    assert watch.moved
+
+
 def test_a_slow_iteration_names_every_actor_once_per_limit():
     watch, clock, said = watch_of()
     clock.now = 10.0
@@ -69,11 +77,11 @@ def test_an_actor_without_a_segment_asked_of_it_waits_for_the_learner():
     assert "actor 1 waits for the learner" in said[0]
 
 
-def test_every_episode_lost_is_no_progress():
+def test_every_episode_lost_is_no_progress_in_half_the_limit():
     watch, clock, _ = watch_of()
     clock.now = 5.0
     watch.report(0, progress_report(0, lost=1000))
-    clock.now = 60.0
+    clock.now = 30.0
     with pytest.raises(NoProgress, match=r"every episode was lost, 1\.00k lost \(garbage 1\.00k\)"):
         watch.check(0, [2])
 
