@@ -88,7 +88,7 @@ def fleet_uses_ray(config: Mapping[str, Any]) -> bool | None:
 
 def print_footprint(config: Mapping[str, Any]) -> None:
     """``--print-config``: the memory the run will take, as a YAML comment (a run with actors of its own)."""
-    if fleet_uses_ray(config) is None and not config["ray"]["local_mode"]:
+    if config["mdp"]["create"] == "vec" or RemoteSettings.from_config(config).server is not None:
         return
     from .rl.algorithms import algorithm_of
     from .rl.fleet.footprint import free_memory, of_run, size_text

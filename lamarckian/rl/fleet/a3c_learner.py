@@ -83,7 +83,7 @@ class A3CLearner(Learner):
             self.fleet.replace(error)
             return None
         if is_report(message):            # a slow segment's progress (the stall report's)
-            self._take_report(message)
+            self.fleet.take_report(message)
             return None
         gradient = message.get("gradient") if isinstance(message, Mapping) else None
         if not isinstance(gradient, np.ndarray) or gradient.shape != (self.size,) or gradient.dtype != np.float32 \

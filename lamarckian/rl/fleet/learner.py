@@ -35,9 +35,9 @@ from ..algorithms import algorithm_of
 from ..algorithms.base import UpdateRule
 from ..algorithms.per_policy import PerPolicyUpdate
 from ..evaluator import Evaluator, summarize
-from ..loop import Trainer, lost_field
+from ..loop import Trainer
 from ..segment import Segment, is_report, segments_of
-from . import footprint, stall
+from . import footprint
 from .policy_pools import PolicyPools
 from .supervisor import ActorFleet, RemoteConnect
 from .update_ranks import RankedUpdate, UpdateGroup, learner_network
@@ -80,7 +80,6 @@ class Learner(Trainer):
         self.version = 0
         self.training: dict[str, float] = {}
         self.dropped = 0
-        self.status_line: Progress | None = None     # the loop's (lost episodes shown before an iteration ends)
 
     def configure(self, config: Mapping[str, Any]) -> None:
         """(Re)build the network (initialized from ``config.seed``), PPO, the evaluator and the opponent pool from
@@ -112,7 +111,6 @@ class Learner(Trainer):
                              f"{MDPSettings.from_config(config).create} has {self.seats} seats")
         self.batch_steps = TrainSettings.from_config(config).batch
         self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
-        self.watch = stall.StallWatch(self.sample.stall, self.fleet.progress.print)
         self.iteration = self.cost = 0
         self.elapsed = 0.0
         self.pools = PolicyPools(config, self.model, self.roles.names if self.roles is not None else None, opponents)
@@ -232,11 +230,11 @@ class Learner(Trainer):
         policy (every segment's, stale ones too)."""
         segments: list[Segment] = []
         steps, results = 0, dict[str, list[EpisodeResult]]()
-        limit, gather, watch = self.max_staleness, self.fleet.gather, self.watch
+        limit, gather, watch = self.max_staleness, self.fleet.gather, self.fleet.watch
         own = self.remote is None                     # actors of its own (they report while a segment takes long)
         if own:
             gather.holding = self.synchronous
-        watch.begin(self.batch_steps)
+        watch.begin(self.batch_steps, self.sample.stall)
         while steps < self.batch_steps:
             try:
                 received = gather(min(1.0, self.sample.stall / 4)) if own else gather()
@@ -249,7 +247,7 @@ class Learner(Trainer):
                     watch.forget(error.index)
                 continue
             if is_report(received):
-                self._take_report(received)
+                self.fleet.take_report(received)
                 continue
             message = segments_of(received)
             TIMELINE.mark("first segment at the learner")
@@ -267,18 +265,6 @@ class Learner(Trainer):
             if own:
                 watch.check(steps, [gather.in_flight(index) for index in range(len(self.fleet.actors))])
         return segments, steps, results
-
-    def _take_report(self, message: Mapping[str, Any]) -> None:
-        """An actor's progress report: its environments' counters join the run's (the status line shows lost
-        episodes before the first iteration ends), the watch learns where it stands, and the actor goes on."""
-        gather = self.fleet.gather
-        self.watch.report(gather.last_index, message)
-        counters = message.get("counters") or {}
-        self.fleet.counts.update(counters)
-        if self.status_line is not None and any(name.startswith("lost_") for name in counters):
-            self.status_line.update({**self.status_line.fields, **lost_field(self.fleet.statistics())})
-        if gather.holding and gather.last_index is not None:
-            gather.release(gather.last_index, 1)      # the report used a credit the segment still needs
 
     @property
     def gather_credits(self) -> int:
@@ -364,7 +350,7 @@ class Learner(Trainer):
             yield
 
     def attach_progress(self, progress: Progress) -> None:
-        self.status_line = progress
+        self.fleet.watch.status_line = progress
 
     def opening_line(self) -> str:
         device = next(self.model.parameters()).device

@@ -78,7 +78,7 @@ class OffPolicyLearner(Learner):
                 self.fleet.replace(error)
                 continue
             if is_report(wire):              # a slow segment's progress (the stall report's)
-                self._take_report(wire)
+                self.fleet.take_report(wire)
                 continue
             segment = Segment.from_wire(wire)
             steps += segment.steps

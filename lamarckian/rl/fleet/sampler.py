@@ -88,10 +88,16 @@ class SlotSampler:
             self.round.set()                          # lanes waiting for this segment go on (sample.sync)
             self.round = asyncio.Event()
             self._check_ready()
-        self.loop.run_until_complete(asyncio.wait([self.ready], timeout=report_after))
-        if not self.ready.done():
-            return None
-        self.ready.result()                           # an environment's failure
+        timer = None if report_after is None else self.loop.call_later(report_after, self.loop.stop)
+        try:
+            self.loop.run_until_complete(self.ready)  # stops the turn the segments are complete (or failed)
+        except RuntimeError:
+            if self.ready.done():                     # an environment's failure
+                raise
+            return None                               # the timer stopped the loop first: a report is due
+        finally:
+            if timer is not None:
+                timer.cancel()
         segments = [self._segment_of(name) for name in self.members]
         self.results, self.steps = [], collections.Counter()
         self.slowest = 0.0

@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 from ...errors import NoProgress
-from ...record import format_number
+from ...record import Progress, format_number
 from ..segment import REPORT
 
 
@@ -87,13 +87,19 @@ class StallWatch:
     :meth:`report` per message, :meth:`check` between them).
 
     Args:
-        limit: ``sample.stall``, seconds an iteration may collect before the console says what it waits for.
         say: prints one permanent console line.
         clock: monotonic seconds.
+
+    Attributes:
+        limit: ``sample.stall`` of the iteration (:meth:`begin`): seconds it may collect before the console says
+            what it waits for.
+        status_line: the run loop's status line (lost episodes are shown there as reports bring them), if any.
     """
 
-    def __init__(self, limit: float, say: Callable[[str], None], clock: Callable[[], float] = time.monotonic) -> None:
-        self.limit, self.say, self.clock = limit, say, clock
+    def __init__(self, say: Callable[[str], None], clock: Callable[[], float] = time.monotonic) -> None:
+        self.say, self.clock = say, clock
+        self.limit = 60.0
+        self.status_line: Progress | None = None
         self.actors: dict[int, ActorView] = {}
         self.started = self.told = clock()
         self.need = 0
@@ -101,10 +107,10 @@ class StallWatch:
         self.messages = 0             # messages since the iteration began
         self.lost: dict[str, float] = {}    # episodes lost since the iteration began, by cause
 
-    def begin(self, need: int) -> None:
-        """An iteration starts collecting ``need`` env steps."""
+    def begin(self, need: int, limit: float) -> None:
+        """An iteration starts collecting ``need`` env steps, for ``limit`` seconds before the console hears of it."""
         self.started = self.told = self.clock()
-        self.need = need
+        self.need, self.limit = need, limit
         self.moved, self.messages, self.lost = False, 0, {}
 
     def _view(self, actor: int | None) -> ActorView | None:
@@ -143,6 +149,11 @@ class StallWatch:
         view.making_episodes = float(progress.get("episodes", 0.0))
         view.slowest = max(view.slowest, float(progress.get("slowest_step", 0.0)))
         view.lanes = (float(progress.get("lanes_ready", 0.0)), float(progress.get("lanes", 0.0)))
+
+    def show(self, fields: Mapping[str, str]) -> None:
+        """Put ``fields`` on the status line beside its others (before the iteration ends)."""
+        if self.status_line is not None:
+            self.status_line.update({**self.status_line.fields, **fields})
 
     def _heard(self, view: ActorView, counters: Mapping[str, float]) -> None:
         view.heard, view.messages = self.clock(), view.messages + 1

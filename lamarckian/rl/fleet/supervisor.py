@@ -22,6 +22,7 @@ from ...record import Progress
 from ...rpc import processes
 from ...rpc.sockets import running_ray
 from ...timeline import TIMELINE
+from ..loop import lost_field
 from . import ACTOR_MODULES, stall
 from .actor import Actor
 from .beside import BesideEvaluation
@@ -68,6 +69,7 @@ class ActorFleet:
         self.spawned = 0                    # actors made so far: the next one's seed stream
         self.replaced = 0                   # dead actors replaced
         self.progress = Progress(False)     # replacement notices (the loop's display is on stderr too)
+        self.watch = stall.StallWatch(self.progress.print)    # the actors while an iteration collects
 
     @property
     def started(self) -> bool:
@@ -130,6 +132,19 @@ class ActorFleet:
         (``remote/...``)."""
         counts = {f"env/{name}": float(value) for name, value in self.counts.items()}
         return {**counts, **self.gather.statistics()} if self.remote is not None else counts
+
+    def take_report(self, message: Mapping[str, Any]) -> None:
+        """An actor's progress report (the gathered message just received): its environments' counters join the
+        fleet's (lost episodes reach the status line before the iteration ends), the watch learns where it stands,
+        and a credit kept back while :attr:`gather` holds goes back (the segment still needs it)."""
+        gather = self.gather
+        self.watch.report(gather.last_index, message)
+        counters = message.get("counters") or {}
+        self.counts.update(counters)
+        if any(name.startswith("lost_") for name in counters):
+            self.watch.show(lost_field(self.statistics()))
+        if gather.holding and gather.last_index is not None:
+            gather.release(gather.last_index, 1)
 
     def evaluation(self) -> BesideEvaluation:
         """The evaluation actor beside the fleet (started now if there is none)."""

@@ -29,8 +29,8 @@ class Clock:
 
 def watch_of(limit: float = 60.0) -> tuple[stall.StallWatch, Clock, list[str]]:
     clock, said = Clock(), []
-    watch = stall.StallWatch(limit, said.append, clock)
-    watch.begin(4096)
+    watch = stall.StallWatch(said.append, clock)
+    watch.begin(4096, limit)
     return watch, clock, said
 
 
@@ -97,7 +97,7 @@ def test_only_the_iterations_own_losses_are_its_reason():
     watch, clock, _ = watch_of()
     watch.segment(0, 512, 1, {"lost_timeout": 4.0})       # an earlier iteration's
     clock.now = 70.0
-    watch.begin(4096)
+    watch.begin(4096, 60.0)
     clock.now = 130.0
     with pytest.raises(NoProgress, match="no actor has sent anything"):
         watch.check(0, [2])
@@ -107,7 +107,7 @@ def test_steps_in_the_making_are_progress():
     watch, clock, said = watch_of()
     watch.report(0, progress_report(100))
     clock.now = 30.0
-    watch.begin(4096)
+    watch.begin(4096, 60.0)
     watch.report(0, progress_report(200))                  # 100 more since the iteration began
     clock.now = 91.0
     watch.check(0, [2])
