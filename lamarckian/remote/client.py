@@ -17,6 +17,7 @@ from zmq.utils.monitor import recv_monitor_message
 from .keys import load_pair, load_public
 from .protocol import Malformed, pack, unpack
 
+RESEND = 5.0    # seconds without an answer before a request is sent again
 
 class KeyRefused(RuntimeError):
     """The server refused this key (not on its allow-list, revoked, or banned)."""
@@ -103,22 +104,25 @@ class Client:
 
     def request(self, message: Mapping[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """Send ``message`` and return its answer (answers to earlier requests are skipped); ServerSilent after
-        ``timeout`` (default: the client's) seconds."""
+        ``timeout`` (default: the client's) seconds. The request is sent again after every :data:`RESEND` seconds
+        without its answer (a server killed with it in flight never answers it; the restarted one answers the next
+        copy), and the first answer to any copy is the answer."""
         timeout = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
-        request_id = None
-        while request_id is None:
+        sent: set[int] = set()
+        while time.monotonic() < deadline:
             request_id = self.send(message)
             if request_id is None:
-                if time.monotonic() >= deadline:
-                    raise ServerSilent(f"could not send to the server at {self.address} for {timeout:.0f} s")
                 self.receive(0.05)
-        while True:
-            answer = self.receive(max(0.0, deadline - time.monotonic()))
-            if answer is None:
-                raise ServerSilent(f"no answer from the server at {self.address} for {timeout:.0f} s")
-            if answer["id"] == request_id:
-                return answer
+                continue
+            sent.add(request_id)
+            resend = min(deadline, time.monotonic() + RESEND)
+            while (answer := self.receive(max(0.0, resend - time.monotonic()))) is not None:
+                if answer["id"] in sent:
+                    return answer
+        if not sent:
+            raise ServerSilent(f"could not send to the server at {self.address} for {timeout:.0f} s")
+        raise ServerSilent(f"no answer from the server at {self.address} for {timeout:.0f} s")
 
     def reconnect(self) -> None:
         """A new connection (a new handshake): after a silence, so that a revoked or banned key learns it
