@@ -191,7 +191,8 @@ def test_both_roles_of_the_signal_game_learn(tmp_path):
     updates old, and in 2 runs of 8 the pair that agreed at update 18 disagreed again at 20 (final weights 1.8);
     synchronous, 8 of 8 kept 3.0 (docs/benchmarks.md)."""
     code = train_main(["--debug", "-m", *SIGNAL, f"root={tmp_path}", "sample.envs=8", "train.batch=1024",
-                       "train.lr=0.001", "sample.sync=true", "evaluator.episodes=40", "evaluator.interval=5", "evaluator.progress=false",
+                       "train.lr=0.001", "sample.sync=true", "evaluator.episodes=40", "evaluator.interval=5",
+                       "evaluator.progress=false",
                        "evaluator.terminate=(self.iteration >= 20 and self.fitness_listener >= 2.9) "
                        "or self.iteration >= 200"])
     with open(tmp_path / "evaluations.csv", newline="") as stream:
