@@ -264,6 +264,7 @@ class EvaluatorSettings(Section):
     beside: bool
     episodes: int
     opponent: str
+    steps: int
     max_steps: int
     terminate: str | None
     tensorboard: bool
@@ -272,7 +273,7 @@ class EvaluatorSettings(Section):
 
     def __post_init__(self) -> None:
         _require(self, interval=self.interval >= 0, interval_steps=self.interval_steps >= 0,
-                 episodes=self.episodes >= 0, max_steps=self.max_steps >= 0)
+                 episodes=self.episodes >= 0, steps=self.steps >= 0, max_steps=self.max_steps >= 0)
 
 
 @dataclasses.dataclass(frozen=True)

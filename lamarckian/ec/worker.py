@@ -160,6 +160,7 @@ class PopulationLearner:
         evaluator = Evaluator(dataclasses.replace(EvaluatorSettings.from_config(config), interval=0.0,
                                                   episodes=SampleSettings.from_config(config).eval, terminate=None))
         fleet = learner.fleet
+        evaluator.plan(learner.training.get("length", math.nan))
         summary = fleet.call_all(lambda: evaluator.evaluate(fleet.everyone)) if evaluator.episodes else {}
         state = learner.state_dict()
         if "opponents" in task:

@@ -46,6 +46,8 @@ class Evaluator:
         self.interval = settings.interval
         self.interval_steps = settings.interval_steps
         self.episodes = settings.episodes
+        self.steps = settings.steps
+        self.planned = settings.episodes          # episodes of the evaluation begun last (see plan)
         self.opponent = settings.opponent
         self.terminate = Expression(settings.terminate) if settings.terminate else None
         self.last = -math.inf                     # monotonic time of the latest evaluation's start
@@ -70,9 +72,20 @@ class Evaluator:
         self.last = time.monotonic()
         self.last_mark = int(cost // self.interval_steps) if self.interval_steps else -1
 
+    def plan(self, length: float) -> int:
+        """The episodes of the next evaluation: ``episodes``, or with ``evaluator.steps`` as many as that budget holds
+        (at least one) at the mean decisions per episode of the latest evaluation (the deterministic policy's), before
+        the first one at ``length``, the training episodes' mean; while neither is known (nan: no episode ended yet,
+        as in the first minute of a task of 1,000-step episodes), one. Kept as :attr:`planned`."""
+        self.planned = self.episodes
+        length = self.latest.get("length", length)
+        if self.steps and self.episodes:
+            self.planned = max(1, min(self.episodes, int(self.steps // length))) if length > 0 else 1
+        return self.planned
+
     def shares(self, actors: int) -> list[int]:
-        """``episodes`` split over ``actors`` (the first ones play one more where it does not divide)."""
-        return [self.episodes // actors + (1 if i < self.episodes % actors else 0) for i in range(actors)]
+        """:attr:`planned` episodes split over ``actors`` (the first ones play one more where it does not divide)."""
+        return [self.planned // actors + (1 if i < self.planned % actors else 0) for i in range(actors)]
 
     def conclude(self, per_actor: Sequence[Sequence[dict[str, Any]]], shares: Sequence[int]) -> dict[str, float]:
         """Keep and return the summary of the actors' results (wire form; each actor's first ``share``)."""
@@ -82,7 +95,8 @@ class Evaluator:
         return self.latest
 
     def evaluate(self, everyone: Any) -> dict[str, float]:
-        """Split ``episodes`` over the actors of ``everyone`` (an All), play them, keep and return the summary."""
+        """Split :attr:`planned` episodes over the actors of ``everyone`` (an All), play them, keep and return the
+        summary."""
         self.last = time.monotonic()
         shares = self.shares(len(everyone))
         return self.conclude(everyone("evaluate", max(shares), self.opponent), shares)

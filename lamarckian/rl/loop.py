@@ -318,7 +318,8 @@ class TrainingLoop:
     def _begin(self, fields: Mapping[str, str]) -> None:
         """Begin evaluating the current weights (the status line says so while training waits for it)."""
         trainer = self.trainer
-        self.progress.update({**fields, "evaluating": f"{trainer.evaluator.episodes} episodes…"})
+        planned = trainer.evaluator.plan(trainer.training.get("length", math.nan))
+        self.progress.update({**fields, "evaluating": f"{planned} episodes…"})
         started = time.monotonic()
         trainer.evaluator.started(trainer.cost)      # the intervals run from one evaluation's start to the next
         self.judging = (trainer.iteration, trainer.cost)

@@ -1,4 +1,5 @@
-"""When to evaluate (``evaluator.interval`` seconds, ``evaluator.interval_steps`` env steps) and how many torch
+"""When to evaluate (``evaluator.interval`` seconds, ``evaluator.interval_steps`` env steps), how many episodes
+(``evaluator.steps``) and how many torch
 threads the learner takes (``train.threads: 0``: the cores the local actors leave free)."""
 
 from __future__ import annotations
@@ -39,6 +40,38 @@ def test_the_seconds_still_count_beside_the_steps():
     judge = evaluator(interval=0.0, interval_steps=10**9)
     judge.started(cost=0)
     assert judge.due(cost=1)
+
+
+def test_an_evaluation_plays_every_episode_without_a_budget_in_steps():
+    assert evaluator(episodes=20, steps=0).plan(length=1000.0) == 20
+
+
+def test_a_budget_in_steps_plays_as_many_episodes_as_it_holds():
+    assert evaluator(episodes=20, steps=5000).plan(length=1000.0) == 5
+
+
+def test_a_budget_shorter_than_one_episode_still_plays_one():
+    assert evaluator(episodes=20, steps=500).plan(length=1000.0) == 1
+
+
+def test_a_budget_never_adds_episodes():
+    assert evaluator(episodes=20, steps=10**6).plan(length=10.0) == 20
+
+
+def test_a_budget_plays_one_episode_while_no_length_is_known():
+    assert evaluator(episodes=20, steps=5000).plan(length=float("nan")) == 1
+
+
+def test_the_latest_evaluations_length_counts_before_the_training_episodes():
+    judge = evaluator(episodes=20, steps=5000)
+    judge.latest = {"episodes": 4.0, "length": 2500.0}
+    assert judge.plan(length=100.0) == 2
+
+
+def test_the_planned_episodes_are_split_over_the_actors():
+    judge = evaluator(episodes=20, steps=5000)
+    judge.plan(length=1000.0)
+    assert judge.shares(2) == [3, 2]
 
 
 @pytest.mark.parametrize("cores, changes, expected", [

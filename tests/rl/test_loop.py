@@ -62,6 +62,17 @@ def test_evaluation_episodes_a_policy_never_ends_are_capped(tmp_path, capsys):
     assert "cut at evaluator.max_steps" in capsys.readouterr().err
 
 
+def test_a_budget_in_steps_shortens_the_evaluations_once_training_episodes_show_their_length(tmp_path):
+    """``evaluator.steps=100`` on CartPole: the final evaluation plays as many episodes as 100 decisions hold at the
+    length of the evaluation before (the deterministic policy's episodes)."""
+    code = train_main(["-c", "mdp/gym.yml", "--debug", "-m", f"root={tmp_path}", "evaluator.progress=false",
+                       "evaluator.episodes=20", "evaluator.steps=100", "sample.envs=2", "train.batch=128",
+                       "evaluator.terminate=self.iteration >= 2"])
+    evaluations = rows(tmp_path / "evaluations.csv")
+    assert code == 0
+    assert float(evaluations[-1]["episodes"]) == max(1, 100 // float(evaluations[-2]["length"]))
+
+
 @pytest.mark.parametrize("trainer, changes, file", [(VecLearner, SUMO, "format1_vec_learner.pt"),
                                                     (Learner, FLEET, "format1_learner.pt")])
 def test_checkpoints_written_before_the_format_existed_load(trainer, changes, file):

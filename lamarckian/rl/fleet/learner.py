@@ -363,7 +363,8 @@ class Learner(Trainer):
         return line
 
     def evaluate(self) -> dict[str, float]:
-        """``evaluator.episodes`` deterministic episodes split over the actors against ``evaluator.opponent``."""
+        """The planned deterministic episodes (``evaluator.episodes``, fewer under ``evaluator.steps``) split over
+        the actors against ``evaluator.opponent``."""
         if self.evaluator.episodes <= 0:
             return {}
         return self.fleet.call_all(lambda: self.evaluator.evaluate(self.fleet.everyone))
@@ -381,7 +382,7 @@ class Learner(Trainer):
             super().begin_evaluation()
             return
         self.evaluator.started(self.cost)
-        self.fleet.evaluation().start(self.version, to_blob(self.model), self.evaluator.episodes,
+        self.fleet.evaluation().start(self.version, to_blob(self.model), self.evaluator.planned,
                                       self.evaluator.opponent,
                                       self.pools.newest() if self.evaluator.opponent == SELF else None)
 
@@ -394,7 +395,7 @@ class Learner(Trainer):
         results = beside.wait() if wait else beside.poll()
         if results is None:
             return None
-        return self.evaluator.conclude([results], [self.evaluator.episodes])
+        return self.evaluator.conclude([results], [self.evaluator.planned])
 
     def scalars(self, stats: Mapping[str, float]) -> dict[str, float]:
         return {**super().scalars(stats), **self.pools.statistics()}

@@ -23,6 +23,7 @@ checkpoint does not depend on N.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import Any, Mapping
@@ -85,7 +86,8 @@ class VecLearner(Trainer):
         pool = OpponentPool(PoolSettings.from_config(config))
         pool.add(initial_blob, iteration=0)
         self.generator = torch.Generator(device=self.device).manual_seed(self._stream_seed(0))
-        self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
+        # a fixed batch of vectorized games (one compiled shape): no budget in steps
+        self.evaluator = Evaluator(dataclasses.replace(EvaluatorSettings.from_config(config), steps=0))
         self.evaluation = self._evaluation(vec, config)
         self.anneal = vec["reward"]["anneal"]
         if self.anneal and not hasattr(task, "dense_scale"):

@@ -15,6 +15,7 @@ of all members act in two stacked forwards (:meth:`stack`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import Any, Mapping
@@ -75,7 +76,8 @@ class VecPopulationLearner(Trainer):
         self.horizon = int(vec["horizon"])
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.anneal = vec["reward"]["anneal"]
-        self.evaluator = Evaluator(EvaluatorSettings.from_config(config))
+        # a fixed batch of vectorized games (one compiled shape): no budget in steps
+        self.evaluator = Evaluator(dataclasses.replace(EvaluatorSettings.from_config(config), steps=0))
         games = self.evaluator.episodes
         self.evaluation = (VecEvaluation(vec, games, INITIAL, seed=seed + VEC_EVALUATION_SEED_OFFSET, players=self.size)
                            if games > 0 else None)
