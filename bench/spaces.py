@@ -101,8 +101,8 @@ def main() -> None:
         for name, kwargs in LOCKS.items()}
     tasks[f"{NASIM} (MultiDiscrete([6 3 1 2 1 1]))"] = (["-c", "mdp/gym.yml", "-m", f"mdp.gym.id={NASIM}"],
                                                         arguments.nasim_steps, functools.partial(random_gym, NASIM))
-    print(f"# {time.strftime('%Y-%m-%d')}, {platform.node()}, seeds {arguments.seeds}, {arguments.steps} env steps, "
-          f"{EPISODES} deterministic evaluation games")
+    print(f"# {time.strftime('%Y-%m-%d')}, {platform.node()}, seeds {arguments.seeds}, {arguments.steps} env steps a "
+          f"Lock run, {arguments.nasim_steps} a nasim run, {EPISODES} deterministic evaluation games")
     print("| action space | PPO, median (min–max) | env steps | random policy, median | seconds per run |")
     print("|---|---|---|---|---|")
     for name, (train_arguments, steps, random_policy) in tasks.items():

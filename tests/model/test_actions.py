@@ -18,6 +18,7 @@ SPACES = {
                                    "buttons": gymnasium.spaces.MultiBinary(2)}),
     "tuple": gymnasium.spaces.Tuple((gymnasium.spaces.MultiDiscrete([[2, 3], [4, 2]]),
                                      gymnasium.spaces.Box(0, 2, (1,)))),
+    "single choices": gymnasium.spaces.MultiDiscrete([6, 3, 1, 2, 1, 1]),     # nasim's TinyVA-v0: parts of one choice
 }
 OBSERVATION = gymnasium.spaces.Box(-1, 1, (3,), np.float32)
 
