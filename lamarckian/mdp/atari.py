@@ -17,7 +17,7 @@ import numpy as np
 
 from ..config.sections import Section
 
-FIRE = "FIRE"
+FIRE, NOOP = "FIRE", "NOOP"     # ALE action meanings
 FIRE_RESET = ("never", "always", "auto")
 
 
@@ -140,7 +140,12 @@ def has_fire(env: gymnasium.Env) -> bool:
 
 def atari_wrappers(env: gymnasium.Env, settings: AtariSettings, skip_in_env: bool) -> gymnasium.Env:
     """``env`` (an ALE environment) with the standard preprocessing of ``settings``; ``skip_in_env``: the environment
-    already skips frames (``frameskip`` > 1), so the wrapper does not."""
+    already skips frames (``frameskip`` > 1), so the wrapper does not. ValueError naming the key where the game cannot
+    take a setting (no-op starts without a NOOP action, FIRE demanded without one)."""
+    meanings = action_meanings(env)
+    if settings.noop_max and meanings[0] != NOOP:
+        raise ValueError(f"mdp.gym.atari.noop_max={settings.noop_max}: {env.spec.id if env.spec else 'this game'} has "
+                         f"no NOOP action (its actions: {', '.join(meanings)}): set mdp.gym.atari.noop_max=0")
     env = gymnasium.wrappers.AtariPreprocessing(env, noop_max=settings.noop_max,
                                                 frame_skip=1 if skip_in_env else settings.frame_skip,
                                                 screen_size=settings.screen_size)

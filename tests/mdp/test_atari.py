@@ -74,6 +74,17 @@ def test_a_game_without_fire_is_refused_when_fire_is_demanded():
         create_mdp(config["mdp"], seed=0)
 
 
+def test_a_game_without_noop_is_refused_with_no_op_starts_naming_the_key():
+    config = load(["mdp/gym/atari.yml"], ["mdp.gym.id=ALE/Backgammon-v5"])
+    with pytest.raises(ValueError, match=r"mdp.gym.atari.noop_max=30: ALE/Backgammon-v5 has no NOOP action"):
+        create_mdp(config["mdp"], seed=0)
+
+
+def test_a_game_without_noop_is_made_without_no_op_starts():
+    config = load(["mdp/gym/atari.yml"], ["mdp.gym.id=ALE/Backgammon-v5", "mdp.gym.atari.noop_max=0"])
+    assert create_mdp(config["mdp"], seed=0).describe()[0].action.n == 3
+
+
 def test_a_bad_atari_setting_names_its_key():
     with pytest.raises(ValueError, match="mdp.gym.atari.fire_reset='sometimes'"):
         AtariSettings.defaults(fire_reset="sometimes")
