@@ -6,7 +6,12 @@ VecNormalize as the zoo does, ``policy_kwargs.activation_fn`` is a name: relu | 
 ``eval_steps``, ``timesteps`` (the zoo's ``n_timesteps``: the budget, over which exploration and learning rates are
 scheduled), ``episodes``, ``limit`` (seconds). Trains until a deterministic evaluation of ``episodes`` episodes,
 every ``eval_steps`` env steps, reaches ``threshold``, or ``limit`` seconds pass since the process started; a null
-``threshold`` trains the whole budget and evaluates the final weights too. Prints one JSON line: ``reached``
+``threshold`` trains the whole budget and evaluates the final weights too.
+
+The evaluation point is ours (bench/peers.py): right after the update on the data the credited env steps include.
+The library's callback is asked at the start of each rollout, after ``train()`` on the one before (PPO: a whole
+rollout; SAC and DQN: every ``train_freq`` env steps), so the weights judged at ``steps`` have learned from all of
+them. (Asked from ``_on_step``, as before 2026-11-29, PPO's weights were one rollout behind their credited steps.) Prints one JSON line: ``reached``
 (seconds from process start, the interpreter's own start included, to the end of that evaluation; null if not
 reached), ``steps``, ``learn`` (seconds from process start to ``learn()``), ``curve`` ([env steps, mean return]).
 """
@@ -83,9 +88,10 @@ def main() -> None:
             super().__init__()
             self.next_evaluation = job["eval_steps"]
 
-        def _on_step(self) -> bool:
+        def _on_rollout_start(self) -> None:        # train() on every env step counted so far is done
             if self.num_timesteps >= self.next_evaluation:
-                self.next_evaluation += job["eval_steps"]
+                while self.next_evaluation <= self.num_timesteps:
+                    self.next_evaluation += job["eval_steps"]
                 if normalize:
                     evaluation_env.obs_rms = env.obs_rms
                 mean = float(evaluate_policy(model, evaluation_env, n_eval_episodes=job["episodes"],
@@ -93,8 +99,9 @@ def main() -> None:
                 curve.append([self.num_timesteps, mean])
                 if job["threshold"] is not None and mean >= job["threshold"]:
                     reached.append(time.time() - START)
-                    return False
-            return time.time() - START < job["limit"]
+
+        def _on_step(self) -> bool:                  # the run ends at the first step after the crossing
+            return not reached and time.time() - START < job["limit"]
 
     model.learn(total_timesteps=job["timesteps"], callback=Watch())
     if job["threshold"] is None:                     # a fixed budget: the final weights are judged too

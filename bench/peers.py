@@ -16,13 +16,21 @@ ratio of ours to the fastest peer.
   environment: ``python bench/peers.py --setup`` makes it (it sees this environment's packages: torch, JAX,
   gymnasium) at ``--python``'s folder.
 
+The protocol (issue 52): both sides are judged at the same point, right after the update on the rollout that the
+credited env steps include (ours: the evaluation of the weights after an iteration, its ``cost`` the env steps
+trained on; the peers: their callback at the start of the next rollout, after ``train()``). Published tables use
+held-out seeds (100 and up; ``--seeds`` defaults to 100-104, 5 a side); every ablation that chose a shipped value
+used seeds 0-4, and a run on them is refused unless ``--tuning`` says it is one. DQN rows say which DQN: ours
+as shipped is double + dueling + 3-step ("Rainbow-lite"); the ``-plain`` rows switch those off to match SB3's DQN.
+
 Fixed-budget rows (MuJoCo PPO: ``hopper-ppo``, ``halfcheetah-ppo``) have no threshold: each system trains for the
 row's env steps (300 k), evaluating every ``eval_steps``, and the final weights' return over 10 deterministic
 episodes is compared (medians of the seeds; ours less SB3's); give them a ``--limit`` above the peers' time for the
 budget (SB3 takes about 4 to 8 minutes here).
 
     python bench/peers.py --setup
-    python bench/peers.py [--rows cartpole-ppo ...] [--seeds 0 1 2] [--peers sb3 sbx] [--limit 120] [--plot docs/]
+    python bench/peers.py [--rows cartpole-ppo ...] [--seeds 100 101 ...] [--peers sb3 sbx] [--limit 120] [--plot docs/]
+    python bench/peers.py --tuning --seeds 0 1 2 3 4 ...      # an ablation: never a published figure
     python bench/peers.py --rows hopper-ppo halfcheetah-ppo --peers sb3 --limit 1200 --plot docs/
 """
 
@@ -59,6 +67,14 @@ SBX_UNSUPPORTED = ("use_sde", "sde_sample_freq")   # sbx's PPO has no generalize
 MUJOCO_PPO = dict(normalize=True, n_envs=1, n_steps=512,          # rl-baselines3-zoo's PPO on MuJoCo, shared
                   policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn="relu",
                                      net_arch=dict(pi=[256, 256], vf=[256, 256])))
+CARTPOLE_DQN = dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100000, learning_starts=1000, gamma=0.99,
+                    target_update_interval=10, train_freq=256, gradient_steps=128, exploration_fraction=0.16,
+                    exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256]))
+ACROBOT_DQN = dict(learning_rate=6.3e-4, batch_size=128, buffer_size=50000, learning_starts=0, gamma=0.99,
+                   target_update_interval=250, train_freq=4, gradient_steps=-1, exploration_fraction=0.12,
+                   exploration_final_eps=0.1, policy_kwargs=dict(net_arch=[256, 256]))
+PLAIN_DQN = ("rl.dqn.double=false", "rl.dqn.dueling=false", "train.replay.steps=1")   # SB3's DQN: no Rainbow parts
+HELD_OUT = 100                       # seeds from here on are published; below it they tune (every ablation: 0-4)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +87,7 @@ class Row:
     zoo: dict[str, Any]              # rl-baselines3-zoo's values for the peers
     eval_steps: int                  # the peers evaluate every this many env steps
     timesteps: int                   # the zoo's n_timesteps: the peers' budget, over which their schedules run
+    changes: tuple[str, ...] = ()    # our -m changes after the files
 
 
 ROWS = {
@@ -83,18 +100,19 @@ ROWS = {
                         4096, 100_000),
     "pendulum-sac": Row("Pendulum-v1 SAC to -200", "Pendulum-v1", ("mdp/gym/pendulum.yml", "rl/sac.yml"), -200.0,
                         "SAC", dict(learning_rate=1e-3), 1000, 20_000),
-    "cartpole-dqn": Row("CartPole-v1 DQN to 475", "CartPole-v1", ("mdp/gym/cartpole.yml", "rl/dqn.yml"), 475.0, "DQN",
-                        dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100000, learning_starts=1000,
-                             gamma=0.99, target_update_interval=10, train_freq=256, gradient_steps=128,
-                             exploration_fraction=0.16, exploration_final_eps=0.04,
-                             policy_kwargs=dict(net_arch=[256, 256])), 1000, 50_000),
+    "cartpole-dqn": Row("CartPole-v1 DQN to 475 (ours: Rainbow-lite)", "CartPole-v1",
+                        ("mdp/gym/cartpole.yml", "rl/dqn.yml"), 475.0, "DQN", CARTPOLE_DQN, 1000, 50_000),
+    "cartpole-dqn-plain": Row("CartPole-v1 DQN to 475 (both plain)", "CartPole-v1",
+                              ("mdp/gym/cartpole.yml", "rl/dqn.yml"), 475.0, "DQN", CARTPOLE_DQN, 1000, 50_000,
+                              PLAIN_DQN),
     "acrobot-ppo": Row("Acrobot-v1 PPO to -100", "Acrobot-v1", ("mdp/gym/acrobot.yml", "rl/ppo.yml"), -100.0, "PPO",
                        dict(n_envs=16, n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4, ent_coef=0.0,
                             normalize=True), 4096, 1_000_000),
-    "acrobot-dqn": Row("Acrobot-v1 DQN to -100", "Acrobot-v1", ("mdp/gym/acrobot.yml", "rl/dqn.yml"), -100.0, "DQN",
-                       dict(learning_rate=6.3e-4, batch_size=128, buffer_size=50000, learning_starts=0, gamma=0.99,
-                            target_update_interval=250, train_freq=4, gradient_steps=-1, exploration_fraction=0.12,
-                            exploration_final_eps=0.1, policy_kwargs=dict(net_arch=[256, 256])), 1000, 100_000),
+    "acrobot-dqn": Row("Acrobot-v1 DQN to -100 (ours: Rainbow-lite)", "Acrobot-v1",
+                       ("mdp/gym/acrobot.yml", "rl/dqn.yml"), -100.0, "DQN", ACROBOT_DQN, 1000, 100_000),
+    "acrobot-dqn-plain": Row("Acrobot-v1 DQN to -100 (both plain)", "Acrobot-v1",
+                             ("mdp/gym/acrobot.yml", "rl/dqn.yml"), -100.0, "DQN", ACROBOT_DQN, 1000, 100_000,
+                             PLAIN_DQN),
     "lunarlander-ppo": Row("LunarLander-v3 PPO to 200", "LunarLander-v3", ("mdp/gym/lunarlander.yml", "rl/ppo.yml"),
                            200.0, "PPO", dict(n_envs=16, n_steps=1024, batch_size=64, gae_lambda=0.98, gamma=0.999,
                                               n_epochs=4, ent_coef=0.01), 16384, 1_000_000),
@@ -123,7 +141,7 @@ def run_ours(row: Row, seed: int, limit: float) -> dict[str, Any]:
              f"seed={seed}", f"root={root}", "evaluator.interval=1e9", f"evaluator.interval_steps={row.eval_steps}",
              f"evaluator.episodes={EPISODES}",
              "evaluator.progress=false", "evaluator.tensorboard=false",
-             f"evaluator.terminate={stop} or self.time > {limit}"],
+             f"evaluator.terminate={stop} or self.time > {limit}", *row.changes],
             capture_output=True, text=True, cwd=REPOSITORY)
         if completed.returncode != 0:
             raise RuntimeError(f"train.py failed ({row.title}, seed {seed}):\n{completed.stderr[-2000:]}")
@@ -185,7 +203,10 @@ def setup(python: Path, packages: tuple[str, ...] = PEER_PACKAGES) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(HELD_OUT, HELD_OUT + 5)),
+                        help=f"published runs take held-out seeds ({HELD_OUT} and up)")
+    parser.add_argument("--tuning", action="store_true",
+                        help=f"an ablation on tuning seeds (below {HELD_OUT}): its figures are never published")
     parser.add_argument("--peers", nargs="*", default=["sb3", "sbx"], choices=["sb3", "sbx"],
                         help="none: our runs only")
     parser.add_argument("--limit", type=float, default=120.0, help="seconds before a run gives up")
@@ -197,10 +218,15 @@ def main() -> None:
     if args.setup:
         setup(args.python)
         return
+    tuning = [seed for seed in args.seeds if seed < HELD_OUT]
+    if tuning and not args.tuning:
+        parser.error(f"--seeds {' '.join(map(str, tuning))}: seeds below {HELD_OUT} tune the shipped values and are "
+                     f"not published; use held-out seeds ({HELD_OUT} and up), or say --tuning for an ablation")
     if args.peers and not args.python.exists():
         parser.error(f"--python {args.python} does not exist: run `python bench/peers.py --setup` first")
     print(f"{time.strftime('%Y-%m-%d')} {platform.node()}, {platform.processor() or platform.machine()}, "
-          f"seeds {args.seeds}; seconds from process start to the first evaluation at the threshold, "
+          f"{'TUNING ' if args.tuning else 'held-out '}seeds {args.seeds}; both judged right after the update on "
+          "the credited env steps; seconds from process start to the first evaluation at the threshold, "
           "median (min–max); env steps to it in brackets", flush=True)
     tables: dict[bool, list[list[str]]] = {False: [], True: []}     # threshold rows, fixed-budget rows
     for name in args.rows:

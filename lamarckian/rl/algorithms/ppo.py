@@ -291,7 +291,9 @@ class PPO(OwnsAdam):
         """Flat batch ``(N, ...)`` in ``[T, L]`` order with advantages and targets computed by the current network,
         on its device; a recurrent network's batch also holds ``states (L, S)`` and ``starts [T, L]`` (an episode
         starts at the step: the previous one ended it). Segment fields are numpy arrays (from remote actors) or
-        tensors (from a vectorized task, already there)."""
+        tensors (from a vectorized task, already there). The observation normalizer is left as the actors had it
+        (:meth:`fold_observations` folds the batch in after the update), so fresh data scores a ratio of 1 and its
+        advantages are plain GAE."""
         model = self.model
         device = next(model.parameters()).device
 
@@ -300,9 +302,6 @@ class PPO(OwnsAdam):
 
         observations = cat("observations")
         steps, lanes = observations.shape[:2]
-        if model.observation_normalizer is not None:
-            self._fold(model.observation_normalizer,
-                       model.normalized_part(observations.reshape(steps * lanes, *observations.shape[2:])))
         actions, behaviour = cat("actions"), cat("log_probs")
         sequences = recurrent_sequences(model, segments, device)
         with torch.no_grad():
@@ -333,6 +332,13 @@ class PPO(OwnsAdam):
                 "targets": targets.reshape(-1), "old_values": old_values.reshape(-1), "staleness": staleness,
                 "explained_variance": explained, **sequences}
 
+    def fold_observations(self, batch: Mapping[str, torch.Tensor]) -> None:
+        """Fold a prepared batch's observations ``(N, ...)`` into the observation normalizer (none: nothing), after
+        the epochs over it: every ratio and value of the batch is computed in the statistics the actors acted with,
+        and the next weights carry the new ones."""
+        if self.model.observation_normalizer is not None:
+            self._fold(self.model.observation_normalizer, self.model.normalized_part(batch["observations"]))
+
     def _fold(self, normalizer: RunningNormalizer, batch: torch.Tensor) -> None:
         """Fold ``batch`` into a running normalizer (every rank's rows, with ranks)."""
         if self.ranks is None:
@@ -350,6 +356,7 @@ class PPO(OwnsAdam):
         explained = batch.pop("explained_variance")
         count = batch["advantages"].shape[0]
         totals, updates = self._epochs(batch, sum(int(s.observations.shape[1]) for s in segments))
+        self.fold_observations(batch)
         result = {key: float(value) / max(1, updates) for key, value in totals.items()}
         result["explained_variance"] = float(explained)
         if settings.lr_schedule == "adaptive":

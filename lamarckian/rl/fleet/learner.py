@@ -235,7 +235,7 @@ class Learner(Trainer):
         if own:
             gather.holding = self.synchronous
         watch.begin(self.batch_steps, self.sample.stall)
-        while steps < self.batch_steps:
+        while steps < self.batch_steps or (own and self.synchronous and gather.in_flight() > 0):
             try:
                 received = gather(min(1.0, self.sample.stall / 4)) if own else gather()
             except TimeoutError:
@@ -268,13 +268,18 @@ class Learner(Trainer):
 
     @property
     def gather_credits(self) -> int:
-        """Segments an actor may have in flight: ``sample.credits``; under :attr:`synchronous` no more than one
-        batch needs from each actor (a credit left over at the end of a batch would sample the next one's first
-        segment with the old weights; fewer are made up by :meth:`_collect`)."""
+        """Segments an actor may have in flight: ``sample.credits``; under :attr:`synchronous` no more than the
+        batch needs from every actor, rounded down (a credit left over at the end of a batch would sample the next
+        one's first segment with the old weights): :meth:`_collect` makes up the rest one segment at a time, and
+        where one segment from every actor is more than the batch, takes them all."""
         if not self.synchronous:
             return self.sample.credits
-        per_actor = self.batch_steps / (self.sample.actors * self.sample.envs * self.sample.truncation)
-        return max(1, min(self.sample.credits, math.ceil(per_actor)))
+        return max(1, min(self.sample.credits, self.batch_steps // self.round_steps))
+
+    @property
+    def round_steps(self) -> int:
+        """Env steps of one segment from every local actor (``sample.actors × envs × truncation``)."""
+        return self.sample.actors * self.sample.envs * self.sample.truncation
 
     @property
     def synchronous(self) -> bool:
@@ -360,6 +365,9 @@ class Learner(Trainer):
         if self.roles is not None:
             line += "; policies: " + ", ".join(f"{name} ({seats_text(self.roles.seats_of(name))})"
                                                for name in self.roles.names)
+        if self.synchronous and self.batch_steps < self.round_steps:
+            line += (f"; sample.sync takes one segment from every actor into each batch: {self.round_steps:,} env "
+                     f"steps, more than train.batch={self.batch_steps:,}")
         return line
 
     def evaluate(self) -> dict[str, float]:

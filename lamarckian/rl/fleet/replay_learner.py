@@ -1,8 +1,9 @@
 """The off-policy learner on the actor fleet (DQN, SAC): the actors' segments fill a replay buffer, the learner
 makes ``train.replay.ratio`` gradient updates per env step from it and broadcasts the new weights (and DQN's ε).
 
-Once ``train.replay.start`` transitions are stored the learner never waits for the actors: each iteration takes the
-segments that have arrived (none, possibly) and updates. A segment with a non-finite reward or observation is
+Once ``train.replay.start`` transitions are stored, each iteration takes the segments that have arrived and makes the
+updates they are owed, waiting for the actors only when not one update is owed: updates ÷ env steps stays
+``train.replay.ratio`` whether the actors are fast or slow. A segment with a non-finite reward or observation is
 dropped and counted (``nonfinite``), never stored. The buffer lives in the learner, so a replaced actor loses no data;
 it is in checkpoints only with ``train.replay.checkpoint`` (a resume without it refills before updating again).
 """
@@ -10,6 +11,7 @@ it is in checkpoints only with ``train.replay.checkpoint`` (a resume without it 
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from typing import Any, Iterator, Mapping
 
@@ -66,26 +68,41 @@ class OffPolicyLearner(Learner):
 
     # ---- training ------------------------------------------------------------------------------------------
     def _receive(self) -> tuple[int, list]:
-        """Store the segments that have arrived (waiting for them while the buffer is below ``start``); their env
-        steps and finished episodes."""
+        """Store the segments that have arrived, waiting for more while no update is due (the buffer below
+        ``start``, or fewer env steps since the last update than one update needs at ``ratio``); their env steps and
+        finished episodes. A wait longer than ``sample.stall`` says on the console what it waits for."""
         steps, results = 0, []
-        for _ in range(self.segments_per_poll):
-            try:
-                wire = self.fleet.gather(None if len(self.replay) < self.replay_settings.start else POLL_SECONDS)
-            except TimeoutError:
+        gather, watch, own = self.fleet.gather, self.fleet.watch, self.remote is None
+        watch.begin(self._steps_to_an_update(0), self.sample.stall)
+        taken = 0
+        while True:
+            waiting = self._steps_to_an_update(steps) > 0
+            if not waiting and taken >= self.segments_per_poll:
                 break
+            try:
+                wire = gather(min(1.0, self.sample.stall / 4) if waiting else POLL_SECONDS)
+            except TimeoutError:
+                if not waiting:
+                    break
+                if own:
+                    watch.check(steps, [gather.in_flight(index) for index in range(len(self.fleet.actors))])
+                continue
             except rpc.ActorDiedError as error:
                 self.fleet.replace(error)
+                if error.index is not None:
+                    watch.forget(error.index)
                 continue
             if is_report(wire):              # a slow segment's progress (the stall report's)
                 self.fleet.take_report(wire)
                 continue
+            taken += 1
             segment = Segment.from_wire(wire)
             steps += segment.steps
             results.extend(segment.results)
             self.fleet.counts.update(segment.counters)
+            watch.segment(gather.last_index, segment.steps, len(segment.results), segment.counters)
             if segment.next_observations is None:
-                raise ValueError(f"actor {self.fleet.gather.last_index} sent a segment without next_observations")
+                raise ValueError(f"actor {gather.last_index} sent a segment without next_observations")
             if not segment.finite():
                 self.nonfinite += 1
                 continue
@@ -93,15 +110,24 @@ class OffPolicyLearner(Learner):
                                     segment.truncated, segment.next_observations)
         return steps, results
 
+    def _steps_to_an_update(self, steps: int) -> int:
+        """Env steps still missing before an update is due, ``steps`` having arrived this iteration: to fill the
+        buffer to ``start``, or to make up one whole update at ``ratio`` updates per env step (0: one is due)."""
+        settings = self.replay_settings
+        if len(self.replay) < settings.start:
+            return settings.start - len(self.replay)
+        missing = 1.0 - self.updates_owed - settings.ratio * steps
+        return max(0, math.ceil(missing / settings.ratio)) if settings.ratio > 0 else 0
+
     def _updates_due(self, steps: int) -> int:
-        """``ratio × steps`` updates (fractions carried over); one when nothing arrived (the learner never idles);
-        none while the buffer is below ``start``."""
+        """``ratio × steps`` updates, fractions carried over (so that updates ÷ env steps is ``ratio`` whatever the
+        actors' speed); none while the buffer is below ``start``."""
         if len(self.replay) < self.replay_settings.start:
             return 0
         self.updates_owed += self.replay_settings.ratio * steps
         due = int(self.updates_owed)
         self.updates_owed -= due
-        return max(1, due)
+        return due
 
     def _train(self, updates: int) -> dict[str, float]:
         """``updates`` gradient steps on batches drawn from the buffer (priorities renewed), the weights sent to the

@@ -183,6 +183,8 @@ class VecPopulationLearner(Trainer):
         rolled = time.monotonic()
         batches = [ppo.prepare([segment], self.version) for ppo, segment in zip(self.preparers, segments)]
         member_stats = self.population.optimize(batches, self.cost)
+        for ppo, batch in zip(self.preparers, batches):
+            ppo.fold_observations(batch)
         self.record(outcomes)
         self.version += 1
         self.iteration += 1

@@ -172,6 +172,25 @@ def test_resume_with_and_without_the_buffer(tmp_path, keep):
         resumed.close()
 
 
+
+@pytest.mark.parametrize("ratio", [0.25, 2.0])
+def test_updates_per_env_step_hold_the_ratio_when_the_actors_are_slow(tmp_path, ratio):
+    """Actors whose env steps take 5 ms each are far slower than the learner's updates of a 16-unit network: the
+    learner makes ``ratio`` updates per env step all the same (the steps that filled the buffer to ``start`` count
+    too), waiting for data when none is owed (before: one update per iteration with nothing new)."""
+    config = load(["rl/dqn.yml"], ["mdp.create=tests.rl.algorithms.offpolicy_tasks:SlowWalk", "ray.local_mode=true",
+                                   "sample.envs=2", "sample.truncation=8", "train.replay.start=32",
+                                   "train.replay.batch=16", f"train.replay.ratio={ratio}", "model.hidden=[16]",
+                                   "evaluator.episodes=0", f"root={tmp_path}"])
+    learner = fleet_learner(config)
+    try:
+        with learner.running():
+            while learner.cost < 400:
+                learner.step()
+        assert ratio * learner.cost - 1 < learner.replay_update.updates <= ratio * learner.cost
+    finally:
+        learner.close()
+
 @pytest.mark.slow
 def test_a_killed_actor_is_replaced_and_the_buffer_kept(ray_local, tmp_path):
     config = load(["mdp/gym.yml", "rl/dqn.yml"], ["sample.actors=2", "sample.envs=2", "sample.truncation=8",

@@ -153,3 +153,56 @@ def test_a_batch_of_images_is_scored_in_chunks_as_it_would_be_whole(monkeypatch)
     monkeypatch.setattr(ppo_module, "SCORE_BYTES", 3 * 36 * 36 * 4 * 3)      # three images a chunk
     chunked = ppo_module.score(model, frames, actions, {})
     assert torch.allclose(torch.cat(chunked), torch.cat(whole), atol=1e-6)
+
+
+def drifted_segment(model: ActorCritic, steps: int, lanes: int, seed: int) -> Segment:
+    """A segment ``[steps, lanes]`` acted by ``model`` on observations far from its normalizer's statistics (mean 5,
+    standard deviation 3 against 0 and 1), random rewards and episode ends, as fresh data (version 0)."""
+    random = np.random.default_rng(seed)
+    observations = random.normal(5.0, 3.0, (steps, lanes, 3)).astype(np.float32)
+    with torch.no_grad():
+        actions, log_probs, values = model.act(torch.from_numpy(observations.reshape(-1, 3)))
+        _, _, bootstrap = model.act(torch.from_numpy(random.normal(5.0, 3.0, (lanes, 3)).astype(np.float32)))
+    return Segment(observations=observations, actions=actions.numpy().reshape(steps, lanes, 2),
+                   log_probs=log_probs.numpy().reshape(steps, lanes),
+                   values=np.concatenate([values.numpy().reshape(steps, lanes), bootstrap.numpy()[None]]),
+                   rewards=random.normal(size=(steps, lanes)).astype(np.float32),
+                   dones=random.random((steps, lanes)) < 0.1, truncated=np.zeros((steps, lanes), bool),
+                   final_values=np.zeros((steps, lanes), np.float32), version=0)
+
+
+def normalized_model() -> ActorCritic:
+    torch.manual_seed(0)
+    return ActorCritic(gymnasium.spaces.Box(-np.inf, np.inf, (3,), np.float32),
+                       gymnasium.spaces.Box(-1, 1, (2,), np.float32),
+                       ModelSettings.defaults(hidden=(16,), normalize_observation=True, normalize_value=False))
+
+
+def test_fresh_data_scores_a_ratio_of_one_in_the_first_epoch():
+    """At staleness 0 the learner's first epoch sees the actors' own probabilities: the observation normalizer folds
+    the batch in after the update, not before scoring it (before: a mean KL of 1.8e-5 here). With lr 0 the weights
+    do not move, so the one epoch's mean KL (π_old against π) is 0 to float precision."""
+    model = normalized_model()
+    ppo = PPO(model, PPOSettings.defaults(lr=0.0, epochs=1, minibatches=1))
+    stats = ppo.update([drifted_segment(model, 32, 4, seed=1)], version=0, cost=0)
+    assert stats["kl"] < 1e-9
+
+
+def test_fresh_data_gets_plain_gae_advantages():
+    """V-trace's weights are min(ρ̄, π/μ) = 1 on fresh data, so the prepared advantages are exactly GAE's over the
+    values the actors reported (before the fix the normalizer's move made the ratios ≠ 1 and shrank them)."""
+    model = normalized_model()
+    segment = drifted_segment(model, 32, 4, seed=2)
+    settings = PPOSettings.defaults()
+    batch = PPO(model, settings).prepare([segment], version=0)
+    lane_gae = [reference_gae(segment.rewards[:, lane], segment.values[:, lane], segment.dones[:, lane],
+                              settings.discount, settings.gae) for lane in range(4)]
+    expected = torch.tensor(np.stack(lane_gae, axis=1).reshape(-1), dtype=torch.float32)
+    assert torch.allclose(batch["advantages"], expected, atol=1e-4)
+
+
+def test_the_normalizer_learns_the_batch_after_the_update():
+    """The update still folds the batch's observations into the statistics the next weights carry."""
+    model = normalized_model()
+    PPO(model, PPOSettings.defaults(epochs=1, minibatches=1)).update([drifted_segment(model, 32, 4, seed=3)], 0, 0)
+    assert float(model.observation_normalizer.mean.mean()) > 4.0

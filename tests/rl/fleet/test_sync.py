@@ -42,3 +42,18 @@ def test_no_segment_is_dropped(synchronous):
 
 def test_without_sync_the_actors_sample_ahead():
     assert max(stats["staleness_max"] for stats in iterations(False)) > 0
+
+
+def test_three_actors_on_a_batch_they_do_not_divide_sample_with_its_weights():
+    """3 actors × 4 envs × 16 steps = 192 env steps a round against a batch of 256: the credits round down (one an
+    actor) and the fourth segment is asked of the first actor whose segment arrives (before: two credits each, two
+    segments sampled ahead with the old weights in every batch)."""
+    stats = iterations(True, 6, "sample.actors=3")
+    assert max(s["staleness_max"] for s in stats) == 0
+
+
+def test_a_batch_smaller_than_a_round_takes_one_segment_from_every_actor():
+    """3 actors × 4 envs × 16 steps against a batch of 128: every batch holds the three segments, none of them
+    sampled ahead."""
+    stats = iterations(True, 6, "sample.actors=3", "train.batch=128")
+    assert max(s["staleness_max"] for s in stats) == 0
