@@ -11,7 +11,9 @@ every ``eval_steps`` env steps, reaches ``threshold``, or ``limit`` seconds pass
 The evaluation point is ours (bench/peers.py): right after the update on the data the credited env steps include.
 The library's callback is asked at the start of each rollout, after ``train()`` on the one before (PPO: a whole
 rollout; SAC and DQN: every ``train_freq`` env steps), so the weights judged at ``steps`` have learned from all of
-them. (Asked from ``_on_step``, as before 2026-11-29, PPO's weights were one rollout behind their credited steps.) Prints one JSON line: ``reached``
+them. (Asked from ``_on_step``, as before 2026-11-29, PPO's weights were one rollout behind their credited steps.)
+
+Prints one JSON line: ``reached``
 (seconds from process start, the interpreter's own start included, to the end of that evaluation; null if not
 reached), ``steps``, ``learn`` (seconds from process start to ``learn()``), ``curve`` ([env steps, mean return]).
 """

@@ -200,8 +200,8 @@ class PopulationPPO:
         return stats
 
     def read_buffers(self) -> None:
-        """The members' normalizer statistics (value statistics as :meth:`PPO.prepare` has just updated them, observation
-        statistics as the actors had them) into the stack."""
+        """The members' normalizer statistics into the stack (the value statistics as :meth:`PPO.prepare` has just
+        updated them, the observation statistics as the actors had them)."""
         with torch.no_grad():
             for member, model in enumerate(self.models):
                 for name, buffer in model.named_buffers():
