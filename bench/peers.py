@@ -31,7 +31,9 @@ budget (SB3 takes about 4 to 8 minutes here).
     python bench/peers.py --setup
     python bench/peers.py [--rows cartpole-ppo ...] [--seeds 100 101 ...] [--peers sb3 sbx] [--limit 120] [--plot docs/]
     python bench/peers.py --tuning --seeds 0 1 2 3 4 ...      # an ablation: never a published figure
-    python bench/peers.py --rows hopper-ppo halfcheetah-ppo --peers sb3 --limit 1200 --plot docs/
+    python bench/peers.py --rows hopper-ppo halfcheetah-ppo --peers sb3 sb3-defaults --limit 1200 --plot docs/
+    python bench/peers.py --rows walker2d-defaults ant-defaults swimmer-defaults inverteddoublependulum-defaults \
+        mountaincarcontinuous-defaults bipedalwalker-defaults --peers sb3 --limit 900     # defaults against defaults
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ from lamarckian.record import read_rows  # noqa: E402
 PEERS_PYTHON = Path.home() / ".cache" / "lamarckian" / "peers" / "bin" / "python"
 PEER_PACKAGES = ("stable-baselines3==2.9.2", "sbx-rl==0.28.0")
 EPISODES = 10                       # evaluation episodes, both sides
-COLOURS = {"sb3": "tab:blue", "sbx": "tab:orange", "ours": "tab:green"}   # learning curves, one colour a library
+COLOURS = {"sb3": "tab:blue", "sb3-defaults": "tab:purple", "sbx": "tab:orange",   # learning curves, one colour
+           "ours": "tab:green"}                                                    # a library
 SBX_UNSUPPORTED = ("use_sde", "sde_sample_freq")   # sbx's PPO has no generalized state-dependent exploration
 
 
@@ -74,6 +77,8 @@ ACROBOT_DQN = dict(learning_rate=6.3e-4, batch_size=128, buffer_size=50000, lear
                    target_update_interval=250, train_freq=4, gradient_steps=-1, exploration_fraction=0.12,
                    exploration_final_eps=0.1, policy_kwargs=dict(net_arch=[256, 256]))
 PLAIN_DQN = ("rl.dqn.double=false", "rl.dqn.dueling=false", "train.replay.steps=1")   # SB3's DQN: no Rainbow parts
+SB3_DEFAULTS_NORMALIZED = dict(normalize=True)      # SB3's default PPO as the zoo's MuJoCo defaults wrap it
+DEFAULTS_BUDGET = 100_000                           # env steps of every row of the defaults-against-defaults table
 HELD_OUT = 100                       # seeds from here on are published; below it they tune (every ablation: 0-4)
 
 
@@ -88,6 +93,7 @@ class Row:
     eval_steps: int                  # the peers evaluate every this many env steps
     timesteps: int                   # the zoo's n_timesteps: the peers' budget, over which their schedules run
     changes: tuple[str, ...] = ()    # our -m changes after the files
+    defaults: dict[str, Any] = dataclasses.field(default_factory=dict)   # the "sb3-defaults" peer's values
 
 
 ROWS = {
@@ -124,8 +130,26 @@ ROWS = {
                            ("mdp/gym/halfcheetah.yml", "rl/ppo.yml"), None, "PPO",
                            dict(MUJOCO_PPO, batch_size=64, gamma=0.98, learning_rate=2.0633e-5, ent_coef=0.000401762,
                                 clip_range=0.1, n_epochs=20, gae_lambda=0.92, max_grad_norm=0.8, vf_coef=0.58096),
-                           50_000, 300_000),
+                           50_000, 300_000, defaults=SB3_DEFAULTS_NORMALIZED),
 }
+ROWS["hopper-ppo"] = dataclasses.replace(ROWS["hopper-ppo"], defaults=SB3_DEFAULTS_NORMALIZED)
+
+
+def untuned(env: str, normalize: bool) -> Row:
+    """A defaults-against-defaults row: ours with no task file (so no tuned section: ``-m mdp.gym.id=<env>``),
+    stable-baselines3's ``PPO("MlpPolicy", env)`` as it comes (VecNormalize where the zoo's MuJoCo defaults use it),
+    the final weights' return at :data:`DEFAULTS_BUDGET` env steps."""
+    peer = dict(SB3_DEFAULTS_NORMALIZED) if normalize else {}
+    return Row(f"{env} PPO, defaults, return at {DEFAULTS_BUDGET // 1000} k env steps", env, ("rl/ppo.yml",), None,
+               "PPO", peer, DEFAULTS_BUDGET // 2, DEFAULTS_BUDGET, (f"mdp.gym.id={env}",), peer)
+
+
+UNTUNED = {"walker2d-defaults": untuned("Walker2d-v5", True), "ant-defaults": untuned("Ant-v5", True),
+           "swimmer-defaults": untuned("Swimmer-v5", True),
+           "inverteddoublependulum-defaults": untuned("InvertedDoublePendulum-v5", True),
+           "mountaincarcontinuous-defaults": untuned("MountainCarContinuous-v0", False),
+           "bipedalwalker-defaults": untuned("BipedalWalker-v3", False)}
+ROWS.update(UNTUNED)
 
 
 def run_ours(row: Row, seed: int, limit: float) -> dict[str, Any]:
@@ -160,8 +184,10 @@ def run_ours(row: Row, seed: int, limit: float) -> dict[str, Any]:
 
 def run_peer(python: Path, library: str, row: Row, seed: int, limit: float) -> dict[str, Any]:
     """One run of ``library`` in the peers' environment (bench/peer_run.py), as :func:`run_ours`."""
-    hyper = {k: v for k, v in row.zoo.items() if not (library == "sbx" and k in SBX_UNSUPPORTED)}
-    job = {"library": library, "algorithm": row.algorithm, "env": row.env, "hyper": hyper, "seed": seed,
+    values = row.defaults if library == "sb3-defaults" else row.zoo
+    hyper = {k: v for k, v in values.items() if not (library == "sbx" and k in SBX_UNSUPPORTED)}
+    job = {"library": "sb3" if library == "sb3-defaults" else library, "algorithm": row.algorithm, "env": row.env,
+           "hyper": hyper, "seed": seed,
            "threshold": row.threshold, "eval_steps": row.eval_steps, "timesteps": row.timesteps, "episodes": EPISODES,
            "limit": limit}
     started = time.monotonic()
@@ -207,8 +233,9 @@ def main() -> None:
                         help=f"published runs take held-out seeds ({HELD_OUT} and up)")
     parser.add_argument("--tuning", action="store_true",
                         help=f"an ablation on tuning seeds (below {HELD_OUT}): its figures are never published")
-    parser.add_argument("--peers", nargs="*", default=["sb3", "sbx"], choices=["sb3", "sbx"],
-                        help="none: our runs only")
+    parser.add_argument("--peers", nargs="*", default=["sb3", "sbx"], choices=["sb3", "sbx", "sb3-defaults"],
+                        help="none: our runs only; sb3-defaults: SB3's default PPO (+ VecNormalize on MuJoCo) on the "
+                             "fixed-budget rows")
     parser.add_argument("--limit", type=float, default=120.0, help="seconds before a run gives up")
     parser.add_argument("--python", type=Path, default=PEERS_PYTHON, help="the peers' environment's python")
     parser.add_argument("--setup", action="store_true", help="make the peers' environment and stop")

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .cli import configure_process, prepare_run, run_arguments, run_job, start_ray
-from .config import ConfigError, load
+from .cli import configure_process, prepare_run, print_config, run_arguments, run_job, start_ray
+from .config import ConfigError, load_with_sources
 from .config.sections import SampleSettings
 
 DEFAULT_FILES = ["ec/ea/pbt.yml", "ec/wrap/mdp.yml"]
@@ -32,12 +32,14 @@ def local_cpus(config: Mapping[str, Any]) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     args = run_arguments("evolve.py", __doc__, argv)
     try:
-        config = load(args.config or DEFAULT_FILES, args.modify, ranges=True, local_mode=args.debug)
+        config, sources = load_with_sources(args.config or DEFAULT_FILES, args.modify, ranges=True,
+                                            local_mode=args.debug)
         from .ec.settings import LEARNER_MODULES, EvolutionSettings, learners_use_ray
         from .ec.space import SearchSpace
 
         base = SearchSpace.from_config(config).base        # search ranges resolved: the sections can be read
-        if not args.debug and not learners_use_ray(base, EvolutionSettings.from_config(base).vectorized_for(base)):
+        if not (args.debug or args.print_config) and \
+                not learners_use_ray(base, EvolutionSettings.from_config(base).vectorized_for(base)):
             from .rpc.processes import warm_up
 
             warm_up(LEARNER_MODULES)     # the learners' fork server imports torch while this process does
@@ -49,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ValueError, TypeError, KeyError) as error:
         print(f"evolve.py: error: {error}", file=sys.stderr)
         return 2
+    if args.print_config:
+        print_config(config, sources)
+        return 0
 
     prepare_run(root, config, args.d, args.D, checkpoints="population")
     if args.debug:

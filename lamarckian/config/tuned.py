@@ -10,17 +10,25 @@ The section of the run's algorithm (``rl.algorithm`` after every ``-c`` file and
 ``-c`` files, whatever their order, so a task's values win over an algorithm file's generic ones; a ``-m`` edit of
 the same key wins over both (and ``-m tuned.sac.train.lr=...`` edits the section itself). The other algorithms'
 sections are ignored; the ``tuned`` key is gone from the resolved configuration.
+
+A section applies to the network it was measured with: ``tuned.<algorithm>`` to a feed-forward one,
+``tuned.<algorithm>_<recurrent>`` (``ppo_lstm``, ``impala_gru``) to a run whose ``model.recurrent`` is set. A
+recurrent run never receives values measured on a feed-forward network (one logged line says the section was left
+out).
 """
 
 from __future__ import annotations
 
 import difflib
+import logging
 from typing import Any, Callable
 
 from .errors import ConfigError
 
+LOG = logging.getLogger("lamarckian.config")
 TUNED = "tuned"
 BUILT_IN_ALGORITHMS = ("ppo", "impala", "a3c", "dqn", "sac")   # rl.algorithm's names (tests hold it to the registry)
+RECURRENT_CORES = ("lstm", "gru")                                # model.recurrent's values: tuned.<algorithm>_<core>
 _NOT_TUNABLE = (TUNED, "rl.algorithm")                           # what a preset may not set
 
 
@@ -43,11 +51,13 @@ def check_tuned(config: dict[str, Any], origin_of: Callable[[str], str],
         raise ConfigError(f"{TUNED} (from {origin_of(TUNED)}): expected a mapping of algorithm to settings")
     for algorithm, section in tuned.items():
         key = f"{TUNED}.{algorithm}"
-        if algorithm not in BUILT_IN_ALGORITHMS and ":" not in str(algorithm):
-            close = difflib.get_close_matches(str(algorithm), BUILT_IN_ALGORITHMS, n=1)
+        names = [*BUILT_IN_ALGORITHMS, *(f"{a}_{core}" for a in BUILT_IN_ALGORITHMS for core in RECURRENT_CORES)]
+        if algorithm not in names and ":" not in str(algorithm):
+            close = difflib.get_close_matches(str(algorithm), names, n=1)
             hint = f"; did you mean {TUNED}.{close[0]}?" if close else ""
             raise ConfigError(f"{key} (from {origin_of(key)}): no algorithm {algorithm!r} (expected one of "
-                              f"{', '.join(BUILT_IN_ALGORITHMS)} or module:ClassName){hint}")
+                              f"{', '.join(BUILT_IN_ALGORITHMS)} or module:ClassName, with _lstm or _gru for a "
+                              f"recurrent network){hint}")
         if not isinstance(section, dict):
             raise ConfigError(f"{key} (from {origin_of(key)}): expected a mapping of settings, got "
                               f"{type(section).__name__}")
@@ -58,12 +68,26 @@ def check_tuned(config: dict[str, Any], origin_of: Callable[[str], str],
         validate(section, f"{key}.")
 
 
+def section_name(algorithm: str, recurrent: str | None) -> str:
+    """The tuned section a run reads: ``algorithm`` for a feed-forward network, ``algorithm_<recurrent>`` for a
+    recurrent one."""
+    return f"{algorithm}_{recurrent}" if recurrent else algorithm
+
+
 def apply_tuned(config: dict[str, Any], algorithm: str, set_by_edit: Callable[[str], bool],
                 record: Callable[[str, str], None], origin_of: Callable[[str], str]) -> list[str]:
-    """Merge ``tuned.<algorithm>`` into ``config`` (in place), each leaf unless a ``-m`` edit set it
-    (``set_by_edit``); remove ``tuned``. ``record(key, origin)`` notes where each applied key came from. The keys
-    applied."""
-    section = (config.pop(TUNED, None) or {}).get(algorithm) or {}
+    """Merge the tuned section of ``algorithm`` for the run's network (:func:`section_name` of
+    ``model.recurrent``) into ``config`` (in place), each leaf unless a ``-m`` edit set it (``set_by_edit``); remove
+    ``tuned``. ``record(key, origin)`` notes where each applied key came from. The keys applied."""
+    tuned = config.pop(TUNED, None) or {}
+    recurrent = (config.get("model") or {}).get("recurrent")
+    name = section_name(algorithm, recurrent)
+    if recurrent and tuned.get(algorithm) and not tuned.get(name):
+        LOG.warning("model.recurrent=%s: %s's %s.%s section was measured with a feed-forward network and is left out "
+                    "(no %s.%s section); set values with -m, or in a file after the task's", recurrent,
+                    origin_of(f"{TUNED}.{algorithm}"), TUNED, algorithm, TUNED, name)
+    algorithm = name
+    section = tuned.get(algorithm) or {}
     applied = []
     for leaf in _leaves(section):
         if set_by_edit(leaf):
