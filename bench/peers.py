@@ -32,6 +32,7 @@ budget (SB3 takes about 4 to 8 minutes here).
     python bench/peers.py [--rows cartpole-ppo ...] [--seeds 100 101 ...] [--peers sb3 sbx] [--limit 120] [--plot docs/]
     python bench/peers.py --tuning --seeds 0 1 2 3 4 ...      # an ablation: never a published figure
     python bench/peers.py --rows hopper-ppo halfcheetah-ppo --peers sb3 sb3-defaults --limit 1200 --plot docs/
+    python bench/peers.py --rows hopper-ppo halfcheetah-ppo --peers sb3 sb3-defaults --budget 1000000 --limit 7200
     python bench/peers.py --rows walker2d-defaults ant-defaults swimmer-defaults inverteddoublependulum-defaults \
         mountaincarcontinuous-defaults bipedalwalker-defaults --peers sb3 --limit 900     # defaults against defaults
 """
@@ -152,6 +153,12 @@ UNTUNED = {"walker2d-defaults": untuned("Walker2d-v5", True), "ant-defaults": un
 ROWS.update(UNTUNED)
 
 
+def with_budget(row: Row, steps: int) -> Row:
+    """A fixed-budget row trained for ``steps`` env steps on both sides (the peers' schedules over them too)."""
+    title = re.sub(r"at [\d.]+ k env steps", f"at {steps / 1000:g} k env steps", row.title)
+    return dataclasses.replace(row, title=title, timesteps=steps, eval_steps=max(row.eval_steps, steps // 6))
+
+
 def run_ours(row: Row, seed: int, limit: float) -> dict[str, Any]:
     """``train.py --profile`` until an evaluation reaches the threshold or ``limit`` training seconds pass: seconds
     from process start to that evaluation (nan: not reached), its env steps; a fixed-budget row trains until its
@@ -238,6 +245,9 @@ def main() -> None:
                              "fixed-budget rows")
     parser.add_argument("--limit", type=float, default=120.0, help="seconds before a run gives up")
     parser.add_argument("--python", type=Path, default=PEERS_PYTHON, help="the peers' environment's python")
+    parser.add_argument("--budget", type=int, default=None, metavar="STEPS",
+                        help="the fixed-budget rows' env steps instead of theirs (1000000: the zoo's MuJoCo budget, "
+                             "for a machine with more cores)")
     parser.add_argument("--setup", action="store_true", help="make the peers' environment and stop")
     parser.add_argument("--plot", type=Path, default=None, metavar="DIR",
                         help="one learning-curve plot per row here (evaluation return against env steps)")
@@ -257,7 +267,8 @@ def main() -> None:
           "median (min–max); env steps to it in brackets", flush=True)
     tables: dict[bool, list[list[str]]] = {False: [], True: []}     # threshold rows, fixed-budget rows
     for name in args.rows:
-        row = ROWS[name]
+        row = ROWS[name] if args.budget is None or ROWS[name].threshold is not None else with_budget(ROWS[name],
+                                                                                                    args.budget)
         results: dict[str, list[dict[str, Any]]] = {system: [] for system in [*args.peers, "ours"]}
         for seed in args.seeds:          # the systems take turns, so a slow spell of the machine hits each
             for system in results:
@@ -275,7 +286,8 @@ def main() -> None:
                                                      for system, runs in results.items()
                                                      for seed, run in zip(args.seeds, runs)])], path)
             print(f"  learning curves: {path}", flush=True)
-    headers = {False: ["row", *args.peers, "ours", "ours / fastest peer", "ours: first env step",
+    headers = {False: ["row", *args.peers, "ours", "ours / fastest peer (s)", "ours / SB3 (env steps)",
+                       "ours: first env step",
                        "ours: share of training spent waiting for evaluation"],
                True: ["row", *(f"{p}: final return" for p in args.peers), "ours: final return",
                       "ours − SB3 (medians)", "seconds from process start to the end (medians)"]}
@@ -290,7 +302,8 @@ def main() -> None:
 
 def threshold_cells(row: Row, results: dict[str, list[dict[str, Any]]], peers: list[str]) -> list[str]:
     """A threshold row's cells: each system's seconds to the threshold (env steps in brackets), ours against the
-    fastest peer, our first env step and the share of training our learner waited for evaluation."""
+    fastest peer (seconds) and against SB3 (env steps, medians), our first env step and the share of training our
+    learner waited for evaluation."""
     cells = []
     for runs in results.values():
         steps = median([r["steps"] for r in runs])
@@ -300,8 +313,12 @@ def threshold_cells(row: Row, results: dict[str, list[dict[str, Any]]], peers: l
     ours = median([r["seconds"] for r in results["ours"]])
     first_step = median([r["first_step"] for r in results["ours"]])
     waited = max((r["waited"] for r in results["ours"] if r["waited"] == r["waited"]), default=math.nan)
+    steps = {system: median([r["steps"] for r in runs]) for system, runs in results.items()}
+    against_sb3 = steps["ours"] / steps["sb3"] if "sb3" in steps and not math.isnan(steps["sb3"] + steps["ours"]) \
+        else math.nan
     return [row.title, *cells, f"{ours / fastest:.2f}×" if fastest == fastest and ours == ours else "—",
-            f"{first_step:.2f} s", f"{waited:.1%} (most of any seed)"]
+            "—" if math.isnan(against_sb3) else f"{against_sb3:.2f}×", f"{first_step:.2f} s",
+            f"{waited:.1%} (most of any seed)"]
 
 
 def budget_cells(row: Row, results: dict[str, list[dict[str, Any]]]) -> list[str]:

@@ -301,8 +301,9 @@ class Learner(Trainer):
             self.pools.record(results)
             for name, probabilities, added in self.pools.grow(self.model, self.iteration):
                 self.fleet.call_all(lambda: self.fleet.everyone.broadcast("set_pool", probabilities, added, name))
-        if self.synchronous:
-            self.fleet.gather.release()            # after the weights and the pool: each link delivers them first
+        if self.synchronous:     # the credits after the weights and the pool have arrived: to an actor on another
+            self.fleet.call_all(self.fleet.everyone.wait)   # node they go through its relay, the credits direct
+            self.fleet.gather.release()
         training = summarize(results)
         for name in self.roles.names if self.roles is not None else ():
             training[f"fitness_{name}"] = summarize(results_of.get(name, []))["fitness"]
