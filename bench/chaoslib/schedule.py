@@ -90,9 +90,9 @@ class Watch:
         procs.reap(self.own())
 
     def run(self, faults: list[Fault], seconds: float, period: float = 0.5,
-            between: Callable[[], None] | None = None) -> None:
-        """Inject ``faults`` on their timetable for ``seconds``, observing every ``period`` s and calling
-        ``between()`` (the scenario's own upkeep: restarting what should be restarted).
+            between: Callable[[], None] | None = None, until: Callable[[], bool] | None = None) -> None:
+        """Inject ``faults`` on their timetable for ``seconds`` (or until ``until()`` holds), observing every
+        ``period`` s and calling ``between()`` (the scenario's own upkeep: restarting what should be restarted).
 
         A fault that falls due waits until the job has reported more env steps than when the fault before fell
         (the first: any), so that every fault is judged by the job moving on from it: on a slow machine, where
@@ -101,7 +101,7 @@ class Watch:
         (``waited``, s) and the fault's next time counts from when it fell."""
         due = [self.now() + (f.first if f.first is not None else f.every) for f in faults]
         cost_at_last_fault = 0.0
-        while self.now() < seconds:
+        while self.now() < seconds and not (until is not None and until()):
             for index, fault in enumerate(faults):
                 if self.now() >= due[index] and self.cost > cost_at_last_fault:
                     waited = self.now() - due[index]

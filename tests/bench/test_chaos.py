@@ -94,18 +94,22 @@ def test_a_run_that_never_moved_fails_with_that_reason(tmp_path):
 
 def watched_job(tmp_path: Path, costs: list[float]) -> tuple[Watch, list[float]]:
     """A Watch over a job whose status reports ``costs`` one after another (the last one from then on), and the
-    times its one fault (due every 0.05 s) fell."""
+    times its one fault (due every 0.05 s) fell. The watch observes ``len(costs) + 10`` times, 0.02 s apart at the
+    least: a loaded machine stretches the run, it never cuts it short."""
     reports = iter(costs)
     status = {"time": 0.0, "cost": 0.0}
+    observed = [0]
 
     def next_status() -> dict:
+        observed[0] += 1
         status["cost"] = next(reports, status["cost"])
         status["time"] += 1.0
         return dict(status)
 
     watch = Watch(tmp_path, "no-such-run", next_status, lambda: [])
     fell: list[float] = []
-    watch.run([Fault("poke", 0.05, lambda: fell.append(watch.now()) or {"hit": True})], seconds=0.6, period=0.02)
+    watch.run([Fault("poke", 0.05, lambda: fell.append(watch.now()) or {"hit": True})], seconds=120.0, period=0.02,
+              until=lambda: observed[0] >= len(costs) + 10)
     return watch, fell
 
 

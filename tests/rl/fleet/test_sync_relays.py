@@ -14,12 +14,12 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def two_nodes():
-    """A Ray cluster on this machine: the head (1 CPU: the learner) and one more node with 2 CPUs (both actors:
-    a remote node holding two targets gets a relay under rpc.relay auto)."""
+    """A Ray cluster on this machine: the head (no CPU for actors: the learner's node) and one more node with 2
+    CPUs, where both actors go (a remote node holding two targets gets a relay under rpc.relay auto)."""
     import ray
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
     cluster.add_node(num_cpus=2)
     ray.init(address=cluster.address, log_to_driver=False)
     cluster.wait_for_nodes()
