@@ -30,7 +30,7 @@ budget (SB3 takes about 4 to 8 minutes here).
 
     python bench/peers.py --setup
     python bench/peers.py [--rows cartpole-ppo ...] [--seeds 100 101 ...] [--peers sb3 sbx] [--limit 120] [--plot docs/]
-    python bench/peers.py --tuning --seeds 0 1 2 3 4 ...      # an ablation: never a published figure
+    python bench/peers.py --tuning --seeds 0 1 2 3 4 --changes KEY=VALUE ...   # an ablation: never published
     python bench/peers.py --rows hopper-ppo halfcheetah-ppo --peers sb3 sb3-defaults --limit 1200 --plot docs/
     python bench/peers.py --rows hopper-ppo halfcheetah-ppo --peers sb3 sb3-defaults --budget 1000000 --limit 7200
     python bench/peers.py --rows walker2d-defaults ant-defaults swimmer-defaults inverteddoublependulum-defaults \
@@ -248,6 +248,8 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=None, metavar="STEPS",
                         help="the fixed-budget rows' env steps instead of theirs (1000000: the zoo's MuJoCo budget, "
                              "for a machine with more cores)")
+    parser.add_argument("--changes", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="-m changes to our side of every row (an ablation: with --tuning)")
     parser.add_argument("--setup", action="store_true", help="make the peers' environment and stop")
     parser.add_argument("--plot", type=Path, default=None, metavar="DIR",
                         help="one learning-curve plot per row here (evaluation return against env steps)")
@@ -256,6 +258,8 @@ def main() -> None:
         setup(args.python)
         return
     tuning = [seed for seed in args.seeds if seed < HELD_OUT]
+    if args.changes and not args.tuning:
+        parser.error(f"--changes {' '.join(args.changes)}: an ablation; say --tuning (and give seeds 0-4)")
     if tuning and not args.tuning:
         parser.error(f"--seeds {' '.join(map(str, tuning))}: seeds below {HELD_OUT} tune the shipped values and are "
                      f"not published; use held-out seeds ({HELD_OUT} and up), or say --tuning for an ablation")
@@ -269,6 +273,7 @@ def main() -> None:
     for name in args.rows:
         row = ROWS[name] if args.budget is None or ROWS[name].threshold is not None else with_budget(ROWS[name],
                                                                                                     args.budget)
+        row = dataclasses.replace(row, changes=(*row.changes, *args.changes))
         results: dict[str, list[dict[str, Any]]] = {system: [] for system in [*args.peers, "ours"]}
         for seed in args.seeds:          # the systems take turns, so a slow spell of the machine hits each
             for system in results:
