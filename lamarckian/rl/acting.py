@@ -39,7 +39,7 @@ class Policy:
 class RecurrentPolicy(Policy):
     """A recurrent model used for acting: an item's tag names its memory (an environment slot, an evaluation game),
     whose state ``(S,)`` each forward advances. :meth:`reset` starts a memory afresh (an episode's start),
-    :meth:`forget` drops it."""
+    :meth:`forget` drops it, :meth:`rewind` sets it back (a step decided again)."""
 
     def __init__(self, model: ActorCritic, deterministic: bool = False, generator: torch.Generator | None = None
                  ) -> None:
@@ -56,6 +56,10 @@ class RecurrentPolicy(Policy):
     def state(self, tag: int) -> np.ndarray:
         """``(S,)`` the state the next forward of ``tag`` starts from."""
         return self.memories.get(tag, self.zero)
+
+    def rewind(self, tag: int, state: np.ndarray) -> None:
+        """The next forward of ``tag`` starts from ``state (S,)`` (the one its last forward started from)."""
+        self.memories[tag] = state
 
     def serve(self, items: Sequence[tuple[np.ndarray, int]]) -> list[Answer]:
         batch = torch.from_numpy(np.stack([observation for observation, _ in items]))

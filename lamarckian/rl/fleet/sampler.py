@@ -171,8 +171,8 @@ class SlotSampler:
                 lane.decide(observation, action, log_prob, value, self.version, state)
                 if len(lane.values) == self.truncation + 1:  # this lane just filled: maybe all have
                     self._check_ready()
-                    if self.sync and memory is None:
-                        action = await self._decide_again(lane, policy, observation, lane_index)
+                    if self.sync:
+                        action = await self._decide_again(lane, policy, observation, lane_index, memory)
                 began = time.monotonic()
                 await controller(model.env_action(action))
                 self.slowest = max(self.slowest, time.monotonic() - began)
@@ -186,15 +186,18 @@ class SlotSampler:
         finally:
             self.inference.unregister()
 
-    async def _decide_again(self, lane: Lane, policy: BatchPolicy, observation: np.ndarray, lane_index: int
-                            ) -> np.ndarray:
+    async def _decide_again(self, lane: Lane, policy: BatchPolicy, observation: np.ndarray, lane_index: int,
+                            memory: RecurrentPolicy | None) -> np.ndarray:
         """``sample.sync``: the lane's segment is complete and its newest decision only gave the bootstrap value;
         wait for the next segment and, if new weights came meanwhile, decide that step again with them (the next
-        segment then holds no step of older weights). The action to take."""
+        segment then holds no step of older weights); a recurrent policy (its ``memory``) decides it from the state it
+        had before the step (the one the segment records). The action to take."""
         version = self.version
         await self.round.wait()
         action = lane.actions[-1]
         if self.version != version:
+            if memory is not None:
+                memory.rewind(lane_index, lane.states[-1])
             action, log_prob, value = await self.inference.act(policy, observation, lane_index)
             lane.redecide(action, log_prob, value, self.version)
         return action

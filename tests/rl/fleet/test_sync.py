@@ -57,3 +57,11 @@ def test_a_batch_smaller_than_a_round_takes_one_segment_from_every_actor():
     sampled ahead."""
     stats = iterations(True, 6, "sample.actors=3", "train.batch=128")
     assert max(s["staleness_max"] for s in stats) == 0
+
+
+def test_a_recurrent_policy_decides_the_step_again_with_the_new_weights():
+    """An LSTM's first step of every segment is decided again with the batch's weights, from the memory it had
+    before the step (before: skipped for recurrent policies, so every segment began with one step of the old
+    weights: staleness 1)."""
+    stats = iterations(True, 6, "model.recurrent=lstm", "model.shared=true")
+    assert max(s["staleness_max"] for s in stats) == 0
