@@ -35,6 +35,7 @@ budget (SB3 takes about 4 to 8 minutes here).
     python bench/peers.py --rows hopper-ppo halfcheetah-ppo --peers sb3 sb3-defaults --budget 1000000 --limit 7200
     python bench/peers.py --rows walker2d-defaults ant-defaults swimmer-defaults inverteddoublependulum-defaults \
         mountaincarcontinuous-defaults bipedalwalker-defaults --peers sb3 --limit 900     # defaults against defaults
+    python bench/peers.py --rows walker2d-sac-defaults inverteddoublependulum-sac-defaults --peers sb3 --limit 1500
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ ACROBOT_DQN = dict(learning_rate=6.3e-4, batch_size=128, buffer_size=50000, lear
                    exploration_final_eps=0.1, policy_kwargs=dict(net_arch=[256, 256]))
 PLAIN_DQN = ("rl.dqn.double=false", "rl.dqn.dueling=false", "train.replay.steps=1")   # SB3's DQN: no Rainbow parts
 SB3_DEFAULTS_NORMALIZED = dict(normalize=True)      # SB3's default PPO as the zoo's MuJoCo defaults wrap it
-DEFAULTS_BUDGET = 100_000                           # env steps of every row of the defaults-against-defaults table
+DEFAULTS_BUDGET = 100_000                           # env steps of every PPO row of the defaults-against-defaults table
+SAC_DEFAULTS_BUDGET = 50_000                        # and of every SAC row of it
 HELD_OUT = 100                       # seeds from here on are published; below it they tune (every ablation: 0-4)
 
 
@@ -136,20 +138,25 @@ ROWS = {
 ROWS["hopper-ppo"] = dataclasses.replace(ROWS["hopper-ppo"], defaults=SB3_DEFAULTS_NORMALIZED)
 
 
-def untuned(env: str, normalize: bool) -> Row:
+def untuned(env: str, normalize: bool, algorithm: str = "PPO") -> Row:
     """A defaults-against-defaults row: ours with no task file (so no tuned section: ``-m mdp.gym.id=<env>``),
-    stable-baselines3's ``PPO("MlpPolicy", env)`` as it comes (VecNormalize where the zoo's MuJoCo defaults use it),
-    the final weights' return at :data:`DEFAULTS_BUDGET` env steps."""
+    stable-baselines3's ``PPO("MlpPolicy", env)`` (or ``SAC``) as it comes (VecNormalize where the zoo's MuJoCo
+    defaults use it: PPO only), the final weights' return at :data:`DEFAULTS_BUDGET` env steps
+    (:data:`SAC_DEFAULTS_BUDGET` for SAC)."""
     peer = dict(SB3_DEFAULTS_NORMALIZED) if normalize else {}
-    return Row(f"{env} PPO, defaults, return at {DEFAULTS_BUDGET // 1000} k env steps", env, ("rl/ppo.yml",), None,
-               "PPO", peer, DEFAULTS_BUDGET // 2, DEFAULTS_BUDGET, (f"mdp.gym.id={env}",), peer)
+    budget = SAC_DEFAULTS_BUDGET if algorithm == "SAC" else DEFAULTS_BUDGET
+    return Row(f"{env} {algorithm}, defaults, return at {budget // 1000} k env steps", env,
+               (f"rl/{algorithm.lower()}.yml",), None, algorithm, peer, budget // 2, budget, (f"mdp.gym.id={env}",),
+               peer)
 
 
 UNTUNED = {"walker2d-defaults": untuned("Walker2d-v5", True), "ant-defaults": untuned("Ant-v5", True),
            "swimmer-defaults": untuned("Swimmer-v5", True),
            "inverteddoublependulum-defaults": untuned("InvertedDoublePendulum-v5", True),
            "mountaincarcontinuous-defaults": untuned("MountainCarContinuous-v0", False),
-           "bipedalwalker-defaults": untuned("BipedalWalker-v3", False)}
+           "bipedalwalker-defaults": untuned("BipedalWalker-v3", False),
+           "walker2d-sac-defaults": untuned("Walker2d-v5", False, "SAC"),
+           "inverteddoublependulum-sac-defaults": untuned("InvertedDoublePendulum-v5", False, "SAC")}
 ROWS.update(UNTUNED)
 
 
