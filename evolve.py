@@ -3,7 +3,7 @@
 
 import sys
 
-from lamarckian.evolve import main
+from lamarckian.entry import evolve
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(evolve())

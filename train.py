@@ -3,7 +3,7 @@
 
 import sys
 
-from lamarckian.train import main
+from lamarckian.entry import train
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(train())

@@ -18,6 +18,7 @@ import yaml
 
 from .config import ConfigError, lookup
 from .config.sections import RaySettings, RemoteSettings, RunSettings, SampleSettings, TrainSettings
+from .entry import shutdown_ray
 from .errors import NoProgress
 from .extras import missing_dependency
 
@@ -190,6 +191,4 @@ def _run_and_close(run: Callable[[], Any], save: Callable[[], Any] | None, close
         try:
             close()
         finally:
-            ray = sys.modules.get("ray")  # never imported by the runs that do without it
-            if ray is not None and ray.is_initialized():
-                ray.shutdown()
+            shutdown_ray()

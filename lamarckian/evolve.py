@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 from .cli import configure_process, prepare_run, print_config, run_arguments, run_job, start_ray
 from .config import ConfigError, load_with_sources
 from .config.sections import SampleSettings
+from .entry import guarded
 
 DEFAULT_FILES = ["ec/ea/pbt.yml", "ec/wrap/mdp.yml"]
 
@@ -72,4 +73,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))

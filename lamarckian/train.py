@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 from .cli import configure_process, prepare_run, print_config, run_arguments, run_job, start_ray, usage_error
 from .config import load_with_sources, refuse_ignored
 from .config.sections import RaySettings, RemoteSettings, TrainSettings
+from .entry import guarded
 from .timeline import TIMELINE
 
 #: settings the vectorized learner does not read (it has no actors, seats or Ray), and why
@@ -170,4 +171,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))
