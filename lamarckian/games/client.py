@@ -19,6 +19,8 @@ from .protocol import ProtocolViolation
 
 BACKOFF = (0.1, 2.0)       # seconds between connection attempts: first, at most (doubling)
 FAULTS = ("timeout", "disconnected", "garbage", "error")
+GIVEN_UP_KEPT = 65536   # given-up episodes whose late answer a connection still expects quietly (a server that
+                        # never answers them would grow the set without end)
 MAX_EPISODE_ID = 2**53       # episode ids stay below it: a JavaScript number holds them exactly (docs/games.md)
 LOG = logging.getLogger("lamarckian.games")
 _reported: set[str] = set()   # the kinds of offence this process has logged (each once; later ones are counted)
@@ -107,7 +109,7 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.pending: dict[int, tuple[asyncio.Future, float, str]] = {}   # episode → (its reply, deadline, request)
         self.episodes = 0
-        self.late = 0                     # replies to episodes not waiting for one (given up, or never asked)
+        self.given_up: dict[int, None] = {}  # closed with a request in flight (oldest first): an answer may cross
         self.peer = "the server"
         self.fault: GameFault | None = None
         self.outgoing: list[bytes] = []
@@ -164,8 +166,10 @@ class Connection(asyncio.Protocol):
                 waiting[0].set_result(message)
         elif message["type"] == "error" and number is None:
             raise ConnectionError(f"the server closed the connection: {message.get('message')}")
+        elif number in self.given_up:      # answered as the close went out: the server could not know (no fault)
+            del self.given_up[number]
+            LOG.debug("%s answered episode %d after the trainer gave it up: ignored", self.peer, number)
         else:
-            self.late += 1
             report_once("unasked", f"{self.peer} sent {message['type']!r} for episode {number!r}, which waits for no "
                                    "answer (given up after mdp.game.timeout, or never asked): ignored")
 
@@ -219,6 +223,9 @@ class Connection(asyncio.Protocol):
         for number in overdue:
             future, _, request = self.pending.pop(number)
             self.send({"type": "close", "episode": number})
+            self.given_up[number] = None
+            if len(self.given_up) > GIVEN_UP_KEPT:
+                del self.given_up[next(iter(self.given_up))]
             text = f"no answer to {request!r} of episode {number} within mdp.game.timeout"
             report_once("timeout", f"{self.peer} sent {text}: the episode was closed and is lost")
             if not future.done():

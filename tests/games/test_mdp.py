@@ -116,3 +116,27 @@ def test_an_answer_for_an_episode_nobody_asked_about_is_logged_once(tmp_path, mo
     server.stop()
     lines = [line for line in faults_logged() if "waits for no answer" in line]
     assert len(lines) == 1
+
+
+
+def crossing(tmp_path) -> list[GameMDP]:
+    """Play against a server answering in 0.6 s with a 0.2 s timeout: every answer crosses the trainer's ``close``."""
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "0.6s"])
+    mdps = [GameMDP(server.settings(timeout=0.2), seed=i) for i in range(4)]
+    play(mdps, 1.5)
+    server.stop()
+    return mdps
+
+
+def test_an_answer_that_crosses_the_trainers_close_is_no_fault(tmp_path, faults_logged):
+    """The server answered a request the trainer had just given up: it could not know, so nothing calls it a fault
+    (before: logged as an answer for an episode that waits for none)."""
+    crossing(tmp_path)
+    assert [line for line in faults_logged() if "waits for no answer" in line] == []
+
+
+def test_the_crossing_answers_do_arrive(tmp_path, caplog):
+    """The test above is not vacuous: the given-up episodes' answers reach the trainer within its window."""
+    caplog.set_level(logging.DEBUG, logger="lamarckian.games")
+    crossing(tmp_path)
+    assert any("after the trainer gave it up" in record.getMessage() for record in caplog.records)
