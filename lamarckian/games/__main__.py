@@ -117,10 +117,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve(arguments)
         from .check import check
 
-        violations = check(arguments.address, arguments.secret, arguments.timeout, arguments.tls, arguments.tls_name)
-        for line in violations:
+        found = check(arguments.address, arguments.secret, arguments.timeout, arguments.tls, arguments.tls_name)
+        for line in found.violations:
             print(line)
-        return 1 if violations else 0
+        if found.violations:
+            return 1
+        for line in found.passed:
+            print(f"ok  {line}")
+        print(f"{arguments.address} conforms: {len(found.passed)} checks passed")
+        return 0
     except (ValueError, OSError) as error:
         return usage_error(PROG, error if isinstance(error, ValueError) else ValueError(str(error)), "the game")
 

@@ -1,13 +1,15 @@
 """The conformance checker a game author runs against their own server: ``python -m lamarckian.games check
 tcp://HOST:PORT --secret FILE``. Each check opens its own connection, so one failure does not hide the others;
-the result is one line per violation (none: the server conforms)."""
+the result is one line per violation, and one line per check passed with what it covered."""
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import socket
 import ssl
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,7 +19,9 @@ import numpy as np
 from . import protocol
 from .protocol import ProtocolViolation
 
-STEPS = 1000          # steps of the round-trip check, at most (a time limit of up to 1,000 steps is reached)
+STEPS = 30_000        # steps of the round-trip check, at most
+SECONDS = 30.0        # and seconds (a server that answers in 10 ms makes about 3,000 steps in them)
+PATIENCE = 10         # episodes without a longer one before the round trip's searching policy starts afresh
 AT_ONCE = 16          # episodes the concurrency check runs at once (fewer where hello's max_episodes says so)
 HANDSHAKE_LIMIT = 5.0 # seconds a server may wait for a connection to authenticate (docs/games.md)
 LARGE_ID = 2**53 - 1  # the largest id the trainer uses: JavaScript's Number.MAX_SAFE_INTEGER
@@ -99,21 +103,96 @@ def _random_actions(specs: list, seats: list[int], states: list[dict], random: n
     return actions
 
 
-def check_round_trip(session: Session) -> None:
-    """reset, then steps with random actions until the episode ends (or :data:`STEPS`); results when done."""
+class SearchingPolicy:
+    """The round trip's actions: per seat a linear map of its Box observation ``(D,)`` (Discrete: the argmax of
+    ``W (n, D) @ obs``; Box: ``tanh(W (A, D) @ obs)`` scaled into finite bounds), hill-climbed on episode length and
+    drawn afresh after :data:`PATIENCE` episodes without a longer one, so that a game that ends by failing
+    (CartPole) is kept alive to its time limit and the truncation is checked; random actions for other spaces."""
+
+    def __init__(self, specs: list, seats: list[int], random: np.random.Generator) -> None:
+        self.specs, self.seats, self.random = specs, seats, random
+        self.best: list[np.ndarray | None] | None = None
+        self.longest, self.stale = -1, 0
+        self.weights = self._draw()
+
+    def _shape(self, seat: int) -> tuple[int, int] | None:
+        observation, action = self.specs[seat][1], self.specs[seat][2]
+        if not isinstance(observation, gymnasium.spaces.Box):
+            return None
+        if isinstance(action, gymnasium.spaces.Discrete):
+            return int(action.n), int(np.prod(observation.shape))
+        if isinstance(action, gymnasium.spaces.Box):
+            return int(np.prod(action.shape)), int(np.prod(observation.shape))
+        return None
+
+    def _draw(self) -> list[np.ndarray | None]:
+        """Weights near the best so far (fresh ones when there is none)."""
+        drawn: list[np.ndarray | None] = []
+        for index, seat in enumerate(self.seats):
+            shape = self._shape(seat)
+            base = None if self.best is None else self.best[index]
+            drawn.append(None if shape is None else self.random.standard_normal(shape) if base is None
+                         else base + 0.5 * self.random.standard_normal(shape))
+        return drawn
+
+    def act(self, states: list[dict]) -> list[Any]:
+        actions = _random_actions(self.specs, self.seats, states, self.random)
+        for index, (seat, state, weights) in enumerate(zip(self.seats, states, self.weights)):
+            if weights is None or state["done"]:
+                continue
+            scores = weights @ np.asarray(state["observation"], np.float64).reshape(-1)
+            space = self.specs[seat][2]
+            if isinstance(space, gymnasium.spaces.Discrete):
+                action: Any = int(space.start) + int(np.argmax(scores))
+            else:
+                low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
+                squashed = np.tanh(scores).reshape(space.shape)
+                finite = np.isfinite(low) & np.isfinite(high)
+                action = np.where(finite, low + (squashed + 1) / 2 * (high - low), squashed).astype(space.dtype)
+            actions[index] = protocol.encode_action(action, space)
+        return actions
+
+    def ended(self, length: int) -> None:
+        """An episode of ``length`` steps ended (not by its time limit): keep or drop its weights, draw the next."""
+        if length > self.longest:
+            self.best, self.longest, self.stale = self.weights, length, 0
+        else:
+            self.stale += 1
+            if self.stale >= PATIENCE:
+                self.best, self.longest, self.stale = None, -1, 0
+        self.weights = self._draw()
+
+
+def check_round_trip(session: Session) -> str:
+    """Episodes (a reset, then steps of a :class:`SearchingPolicy`) until one ends by its time limit, or
+    :data:`STEPS` steps or :data:`SECONDS` pass: every answer checked, ``truncated`` only with ``done``, results when
+    done. What it covered."""
     seats = list(range(len(session.specs)))
-    states = _observation(session.ask({"type": "reset", "episode": 1, "seats": seats, "seed": 1}), 1, session.specs,
-                          seats, "reset")
     random = np.random.default_rng(0)
-    for step in range(STEPS):
-        if all(state["done"] for state in states):
-            return
-        reply = session.ask({"type": "step", "episode": 1, "actions": _random_actions(session.specs, seats, states,
-                                                                                      random)})
-        states = _observation(reply, 1, session.specs, seats, f"step {step + 1}")
+    policy = SearchingPolicy(session.specs, seats, random)
+    began, steps, episode = time.monotonic(), 0, 0
+    while steps < STEPS and time.monotonic() - began < SECONDS:
+        episode += 1
+        what = f"episode {episode}"
+        states = _observation(session.ask({"type": "reset", "episode": episode, "seats": seats, "seed": episode}),
+                              episode, session.specs, seats, f"reset of {what}")
+        length = 0
+        while not all(state["done"] for state in states) and steps < STEPS:
+            reply = session.ask({"type": "step", "episode": episode, "actions": policy.act(states)})
+            length, steps = length + 1, steps + 1
+            states = _observation(reply, episode, session.specs, seats, f"step {length} of {what}")
+        if any(state["truncated"] for state in states):
+            return (f"{episode} episodes, {steps} steps; {what} reached its time limit at step {length} (truncated "
+                    "with done)")
+        if not all(state["done"] for state in states):
+            session.send({"type": "close", "episode": episode})
+            break
+        policy.ended(length)
+    return (f"{episode} episodes, {steps} steps; none ended by a time limit, so truncation was not exercised (a game "
+            "without one, or one that outlasted the checker's searching policy)")
 
 
-def check_ids(session: Session) -> None:
+def check_ids(session: Session) -> str:
     """:data:`AT_ONCE` episodes in flight at once get answers carrying their own ids, in any order; an unknown id
     gets an ``error`` for it."""
     seats = list(range(len(session.specs)))
@@ -138,9 +217,10 @@ def check_ids(session: Session) -> None:
     reply = session.ask({"type": "step", "episode": 999, "actions": [None] * len(seats)})
     if reply.get("type") != "error" or reply.get("episode") != 999:
         raise Violation(f"a step of an unknown episode (999) must get an error for episode 999, got {reply!r:.120}")
+    return f"{len(numbers)} episodes in flight at once, each answered under its own id; an unknown id refused"
 
 
-def check_errors(session: Session) -> None:
+def check_errors(session: Session) -> str:
     """A malformed action gets an ``error`` for its episode, and the connection goes on serving."""
     seats = list(range(len(session.specs)))
     _observation(session.ask({"type": "reset", "episode": 5, "seats": seats}), 5, session.specs, seats, "reset")
@@ -156,9 +236,10 @@ def check_errors(session: Session) -> None:
     if reply.get("type") != "error" or reply.get("episode") != 6:
         raise Violation(f"a step of a closed episode (6) must get an error for episode 6, got {reply.get('type')!r} "
                         "(does the server ignore close?)")
+    return "a malformed action and a step of a closed episode refused, the connection still serving"
 
 
-def check_refusals(session: Session) -> None:
+def check_refusals(session: Session) -> str:
     """A duplicate ``reset`` of a running id gets an ``error`` for that id; a second step sent while the first is in
     flight is either refused with an ``error`` for its id (which ends the episode) or answered after the first; the
     connection goes on serving."""
@@ -182,14 +263,17 @@ def check_refusals(session: Session) -> None:
         answers.append(answer.get("type"))
     _observation(session.ask({"type": "reset", "episode": 22, "seats": seats}), 22, session.specs, seats,
                  "a reset after two steps in flight")
+    second = "refused" if "error" in answers else "answered after the first"
+    return f"a duplicate reset refused; a second step in flight {second}"
 
 
-def check_large_ids(session: Session) -> None:
+def check_large_ids(session: Session) -> str:
     """An episode id as large as the trainer's (2⁵³ − 1, what a JavaScript number holds exactly) comes back
     unchanged."""
     seats = list(range(len(session.specs)))
     _observation(session.ask({"type": "reset", "episode": LARGE_ID, "seats": seats}), LARGE_ID, session.specs, seats,
                  f"reset of episode {LARGE_ID}")
+    return f"episode {LARGE_ID} answered under its id"
 
 
 def check_handshake_limit(address: str, timeout: float, tls: ssl.SSLContext | None, tls_name: str | None) -> None:
@@ -209,7 +293,7 @@ def check_handshake_limit(address: str, timeout: float, tls: ssl.SSLContext | No
             return
 
 
-def check_limits(session: Session) -> None:
+def check_limits(session: Session) -> str:
     """A frame over ``max_frame`` is refused: the server closes that connection (it may say why first)."""
     session.sock.sendall(protocol.HEADER.pack(session.max_frame + 1) + b"\0" * 64)
     try:
@@ -218,14 +302,31 @@ def check_limits(session: Session) -> None:
             if reply.get("type") != "error":
                 raise Violation(f"an oversize frame was answered with {reply.get('type')!r}")
     except (ConnectionError, OSError, ProtocolViolation):
-        return
+        return f"a frame of {session.max_frame + 1} bytes ended the connection"
+
+
+@dataclasses.dataclass
+class Findings:
+    """What :func:`check` found: one line per violation (none: the server conforms), one per check passed."""
+
+    violations: list[str] = dataclasses.field(default_factory=list)
+    passed: list[str] = dataclasses.field(default_factory=list)
+
+
+def _spaces(specs: list) -> str:
+    """The seats' spaces in a few words: ``seat0: Box(4,) float32 -> Discrete(2)``."""
+    def short(space: gymnasium.Space) -> str:
+        return f"Box{space.shape} {space.dtype}" if isinstance(space, gymnasium.spaces.Box) else str(space)
+
+    return "; ".join(f"{name}: {short(observation)} -> {short(action)}" for name, observation, action in specs)
 
 
 def check(address: str, secret_file: str | Path, timeout: float = 10.0, tls_ca: str | Path | None = None,
-          tls_name: str | None = None) -> list[str]:
-    """Every check against the server at ``address``; one line per violation (empty: it conforms)."""
+          tls_name: str | None = None) -> Findings:
+    """Every check against the server at ``address``."""
     secret = protocol.read_secret(secret_file)
     tls = None if tls_ca is None else ssl.create_default_context(cafile=str(tls_ca))
+    found = Findings()
 
     def session(key: bytes = secret) -> Session:
         return Session(address, key, timeout, tls, tls_name)
@@ -233,47 +334,53 @@ def check(address: str, secret_file: str | Path, timeout: float = 10.0, tls_ca: 
     try:
         first = session()
     except (OSError, ProtocolViolation, PermissionError) as error:
-        return [f"handshake: {error}"]
+        found.violations.append(f"handshake: {error}")
+        return found
     first.close()
-    violations = []
     try:
         session(secret[::-1] + b"-not-the-secret")
-        violations.append("handshake: a client with a wrong secret was let in")
+        found.violations.append("handshake: a client with a wrong secret was let in")
     except (PermissionError, ConnectionError, OSError, ProtocolViolation):
-        pass
-    limit_violations: list[str] = []
+        found.passed.append(f"handshake: the server proved the secret and refused a wrong one; protocol version "
+                            f"{protocol.VERSION}, {_spaces(first.specs)}")
+    limit_found = Findings()
 
     def watch_limit() -> None:                      # beside the other checks: it waits the server's 5 seconds
+        began = time.monotonic()
         try:
             check_handshake_limit(address, timeout, tls, tls_name)
+            limit_found.passed.append(f"handshake limit: a connection that did not authenticate was closed after "
+                                      f"{time.monotonic() - began:.1f} s")
         except Violation as error:
-            limit_violations.append(f"handshake limit: {error}")
+            limit_found.violations.append(f"handshake limit: {error}")
         except OSError as error:
-            limit_violations.append(f"handshake limit: could not connect ({error})")
+            limit_found.violations.append(f"handshake limit: could not connect ({error})")
 
     limit = threading.Thread(target=watch_limit, name="handshake limit")
     limit.start()
-    checks: list[tuple[str, Callable[[Session], None]]] = [
+    checks: list[tuple[str, Callable[[Session], str]]] = [
         ("round trip", check_round_trip), ("episode ids", check_ids), ("errors", check_errors),
         ("refusals", check_refusals), ("large ids", check_large_ids), ("limits", check_limits)]
     for name, run in checks:
         try:
             opened = session()
         except (OSError, ProtocolViolation, PermissionError) as error:
-            violations.append(f"{name}: could not connect again ({error})")
+            found.violations.append(f"{name}: could not connect again ({error})")
             continue
         try:
-            run(opened)
+            found.passed.append(f"{name}: {run(opened)}")
         except Violation as error:
-            violations.append(f"{name}: {error}")
+            found.violations.append(f"{name}: {error}")
         except (ConnectionError, OSError, ProtocolViolation) as error:
-            violations.append(f"{name}: the connection failed ({type(error).__name__}: {error})")
+            found.violations.append(f"{name}: the connection failed ({type(error).__name__}: {error})")
         finally:
             opened.close()
     limit.join()
-    violations += limit_violations
+    found.violations += limit_found.violations
+    found.passed += limit_found.passed
     try:                                            # the server outlives every check
         session().close()
+        found.passed.append("afterwards: the server still accepts connections")
     except (OSError, ProtocolViolation, PermissionError) as error:
-        violations.append(f"afterwards: the server no longer answers ({error})")
-    return violations
+        found.violations.append(f"afterwards: the server no longer answers ({error})")
+    return found

@@ -53,12 +53,14 @@ class PongSettings(Section):
 
 
 class Pong(SimultaneousMDP):
-    """Two-player Pong; actions 0 stay, 1 up, 2 down; observation of 8 floats roughly in [-1, 1]."""
+    """Two-player Pong; actions 0 stay, 1 up, 2 down; observation of 8 floats in [-1, 1] but the ball's height over
+    one's own paddle (entry 6), in [-4, 4]; the declared bounds leave slack around both."""
 
     def __init__(self, settings: PongSettings | None = None, seed: int | None = None) -> None:
         self.settings = settings or PongSettings.defaults()
         self.random = np.random.default_rng(seed)
         bound = np.full(OBSERVATION_SIZE, 2.0, np.float32)
+        bound[6] = 5.0                                  # (y - own) * 4: the whole field's height is 4
         self.spec = PlayerSpec(gymnasium.spaces.Box(-bound, bound, dtype=np.float32), gymnasium.spaces.Discrete(3))
         self.paddles = np.full(2, 0.5)
         self.ball = np.zeros(2)

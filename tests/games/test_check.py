@@ -16,18 +16,28 @@ from .helpers import ROOT, ServerProcess
 
 def test_the_reference_server_conforms(tmp_path):
     server = ServerProcess(tmp_path, ["--mdp", "pong", "-m", "mdp.pong.score=1"])
-    violations = check(server.address, server.secret, timeout=5)
+    violations = check(server.address, server.secret, timeout=5).violations
     server.stop()
     assert violations == []
 
 
+def test_the_round_trip_reaches_cartpoles_time_limit(tmp_path):
+    """CartPole ends by failing within a few dozen random steps; the checker's searching policy keeps it up to the
+    500-step limit, so a server's truncation is checked (before: random actions, truncation almost never seen)."""
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1"])
+    passed = check(server.address, server.secret, timeout=5).passed
+    server.stop()
+    assert any(line.startswith("round trip: ") and "reached its time limit at step 500" in line for line in passed), \
+        passed
+
+
 @pytest.mark.parametrize("flaw,env,line", [
-    ("swap_ids", "CartPole-v1", "round trip: reset: the answer carries episode 2, not 1"),
+    ("swap_ids", "CartPole-v1", "round trip: reset of episode 1: the answer carries episode 2, not 1"),
     ("silent", "CartPole-v1", "episode ids: no answer to step of episode 999 within the 1 s timeout"),
     ("impostor", "CartPole-v1", "handshake: the game server did not prove the secret (wrong secret or an impostor)"),
-    ("big_endian", "CartPole-v1", "round trip: reset: seat 0's observation: entry (0,) is"),
+    ("big_endian", "CartPole-v1", "round trip: reset of episode 1: seat 0's observation: entry (0,) is"),
     ("ignore_close", "CartPole-v1", "errors: a step of a closed episode (6) must get an error for episode 6"),
-    ("truncated_not_done", "Pendulum-v1", "round trip: step 200: seat 0 is truncated but not done"),
+    ("truncated_not_done", "Pendulum-v1", "round trip: step 200 of episode 1: seat 0 is truncated but not done"),
     ("duplicate_reset", "CartPole-v1", "refusals: a second reset of running episode 20 must get an error for it"),
     ("drop_second", "CartPole-v1", "refusals: no answer to a step of episode 21 sent while its first step was in"),
     ("no_auth_limit", "CartPole-v1", "handshake limit: a connection that did not authenticate was still open"),
@@ -36,7 +46,7 @@ def test_the_reference_server_conforms(tmp_path):
 def test_a_broken_server_fails_with_the_line_that_names_its_flaw(tmp_path, monkeypatch, flaw, env, line):
     monkeypatch.setenv("LAMARCKIAN_TEST_FLAW", flaw)
     server = ServerProcess(tmp_path, ["--env", env], module="tests.games.broken_server")
-    violations = check(server.address, server.secret, timeout=1)
+    violations = check(server.address, server.secret, timeout=1).violations
     server.stop()
     assert any(violation.startswith(line) for violation in violations), violations
 
@@ -55,7 +65,8 @@ def test_the_cli_exits_0_for_a_conforming_server_and_1_with_one_line_per_violati
         bad.terminate()
         bad.wait(10)
         good.stop()
-    assert (results[0].returncode, results[0].stdout) == (0, "")
+    assert results[0].returncode == 0
+    assert results[0].stdout.splitlines()[-1].endswith("conforms: 9 checks passed")
     assert results[1].returncode == 1
     assert results[1].stdout.startswith("round trip: ")
 
