@@ -245,7 +245,7 @@ class GameClient:
         self.per_connection = int(hello.get("max_episodes", 2**31))
         self.connections: list[Connection | None] = [None] * settings.connections
         self.attempts: list[asyncio.Task | None] = [None] * settings.connections
-        self.slots = asyncio.Semaphore(settings.max_episodes)
+        self.slots = asyncio.Semaphore(min(settings.max_episodes, settings.connections * self.per_connection))
         self.next_episode = 0
         self.connects = 0
         self.sweeper: asyncio.Task | None = None
@@ -288,22 +288,25 @@ class GameClient:
         return task
 
     async def _pick(self) -> Connection:
-        """The live connection with the fewest episodes (re-making dead ones in the background); waits up to the
-        timeout for one when none is up."""
-        alive = []
-        for index, connection in enumerate(self.connections):
-            if connection is not None and connection.alive:
-                alive.append(connection)
-            else:
-                self._attempt(index)
-        alive = [c for c in alive if c.episodes < self.per_connection]
-        if alive:
-            return min(alive, key=lambda c: c.episodes)
-        attempts = [task for task in self.attempts if task is not None]
-        done, _ = await asyncio.wait(attempts, timeout=self.settings.timeout, return_when=asyncio.FIRST_COMPLETED)
-        if not done:
-            raise GameFault("disconnected", f"no connection to {self.settings.address} in {self.settings.timeout:g} s")
-        return next(iter(done)).result()
+        """The live connection with the fewest episodes and room for one more (hello's ``max_episodes``), re-making
+        dead ones in the background; waits up to the timeout for one when none is up."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.timeout
+        while True:
+            alive = []
+            for index, connection in enumerate(self.connections):
+                if connection is not None and connection.alive:
+                    alive.append(connection)
+                else:
+                    self._attempt(index)
+            roomy = [c for c in alive if c.episodes < self.per_connection]
+            if roomy:
+                return min(roomy, key=lambda c: c.episodes)
+            connecting = [task for task in self.attempts if task is not None and not task.done()]
+            if not connecting or loop.time() >= deadline:
+                raise GameFault("disconnected", f"no connection to {self.settings.address} with room for an "
+                                                f"episode in {self.settings.timeout:g} s")
+            await asyncio.wait(connecting, timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED)
 
     def _sweep(self) -> None:
         """Keep a task failing overdue requests (a quarter of the timeout apart: a request is given up between 1

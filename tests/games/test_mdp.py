@@ -140,3 +140,13 @@ def test_the_crossing_answers_do_arrive(tmp_path, caplog):
     caplog.set_level(logging.DEBUG, logger="lamarckian.games")
     crossing(tmp_path)
     assert any("after the trainer gave it up" in record.getMessage() for record in caplog.records)
+
+
+def test_more_environments_than_the_server_allows_wait_for_a_free_episode(tmp_path):
+    """hello's max_episodes (4 per connection, 2 connections) against 16 environments: the other 8 wait for a free
+    episode instead of asking for one the server must refuse (before: refused, lost as errors)."""
+    server = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--max-episodes", "4"])
+    mdps = [GameMDP(server.settings(connections=2), seed=i) for i in range(16)]
+    counts = play(mdps, 2.0)
+    stats = server.stop()
+    assert (counts["lost"], stats.get("errors", 0)) == (0, 0)
