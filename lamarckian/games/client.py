@@ -8,13 +8,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import shlex
 import socket
 import ssl
 import weakref
+from pathlib import Path
 from typing import Any, Mapping
 
 from ..config.sections import Section
 from . import protocol
+from .launch import Launcher, probe_hello
 from .protocol import ProtocolViolation
 
 BACKOFF = (0.1, 2.0)       # seconds between connection attempts: first, at most (doubling)
@@ -40,9 +43,16 @@ class GameSettings(Section):
     """The ``mdp.game`` keys.
 
     Attributes:
-        address: ``tcp://HOST:PORT`` of the game server.
-        secret: the file holding the per-game secret (``python -m lamarckian.games secret FILE`` writes one).
-        connections: connections per process; its episodes are spread over them.
+        address: ``tcp://HOST:PORT`` of a game server someone else runs (null with ``launch``).
+        launch: the game server command every playing process runs itself (:mod:`~lamarckian.games.launch`):
+            arguments with ``{port}``, ``{secret}`` and ``{instance}`` filled in (a string is split as a shell
+            would); null: connect to ``address``.
+        instances: game servers each process launches (``launch``); its episodes are spread over them.
+        start_timeout: seconds a launched server may take to accept the handshake.
+        logs: the folder that keeps the launched servers' stderr.
+        secret: the file holding the per-game secret (``python -m lamarckian.games secret FILE`` writes one; with
+            ``launch`` the trainer writes it where it is missing).
+        connections: connections per process (per launched server); its episodes are spread over them.
         timeout: seconds a reset or step may take before its episode is given up (counted).
         max_episodes: episodes of one process running at once; more environments wait for a free one.
         tls: null (plain TCP on a trusted network or loopback), or the CA file that signed the server's certificate.
@@ -52,6 +62,10 @@ class GameSettings(Section):
     KEY = "mdp.game"
 
     address: str | None
+    launch: tuple[str, ...] | None
+    instances: int
+    start_timeout: float
+    logs: str
     secret: str
     connections: int
     timeout: float
@@ -60,10 +74,29 @@ class GameSettings(Section):
     tls_name: str | None
 
     def __post_init__(self) -> None:
+        if isinstance(self.launch, str):
+            object.__setattr__(self, "launch", tuple(shlex.split(self.launch)))
         if self.address is not None:
             protocol.parse_address(self.address)
-        if self.connections < 1 or self.max_episodes < 1 or not self.timeout > 0:
-            raise ValueError("mdp.game: connections and max_episodes must be >= 1, timeout > 0 seconds")
+        if self.address is not None and self.launch is not None:
+            raise ValueError("mdp.game.address and mdp.game.launch: set one (address: a server someone else runs; "
+                             "launch: the command each actor runs itself)")
+        if self.launch is not None and (not self.launch or not all(isinstance(a, str) for a in self.launch)):
+            raise ValueError(f"mdp.game.launch={self.launch!r}: expected a command (a list of arguments or a string)")
+        if self.launch is not None and not any("{port}" in argument for argument in self.launch):
+            raise ValueError(f"mdp.game.launch={' '.join(self.launch)!r}: no {{port}} in it (the server must be told "
+                             "where to listen: e.g. --bind 127.0.0.1:{port})")
+        if self.connections < 1 or self.max_episodes < 1 or self.instances < 1 or not self.timeout > 0 \
+                or not self.start_timeout > 0:
+            raise ValueError("mdp.game: connections, instances and max_episodes must be >= 1, timeout and "
+                             "start_timeout > 0 seconds")
+
+    def launcher(self) -> Launcher | None:
+        """This process's launched servers (started on first use); None without ``launch``."""
+        if self.launch is None:
+            return None
+        return Launcher.of(self.launch, self.instances, Path(self.secret).expanduser(), Path(self.logs).expanduser(),
+                           self.start_timeout, self.timeout)
 
 
 class GameFault(Exception):
@@ -81,9 +114,15 @@ def tls_context(settings: GameSettings) -> ssl.SSLContext | None:
 
 def fetch_hello(settings: GameSettings) -> dict[str, Any]:
     """Connect once with a blocking socket and return the server's ``hello`` (the players' spaces); ValueError
-    naming the address when it cannot be reached (or is not set), PermissionError when the secret is refused."""
+    naming the address when it cannot be reached (or is not set), PermissionError when the secret is refused.
+    With ``launch``: one instance launched for it and stopped (the secret file written where it is missing)."""
+    if settings.launch is not None:
+        secret_file = Path(settings.secret).expanduser()
+        protocol.write_secret(secret_file)
+        return probe_hello(settings.launch, secret_file, Path(settings.logs).expanduser(), settings.start_timeout)
     if settings.address is None:
-        raise ValueError("mdp.game.address: set it to the tcp://HOST:PORT that the game server printed")
+        raise ValueError("mdp.game.address: set it to the tcp://HOST:PORT that the game server printed, or "
+                         "mdp.game.launch to the command that starts it")
     host, port = protocol.parse_address(settings.address)
     secret = protocol.read_secret(settings.secret)
     try:
@@ -233,19 +272,22 @@ class Connection(asyncio.Protocol):
 
 
 class GameClient:
-    """The connections of one process (one event loop) to one game server, shared by all its GameMDPs."""
+    """The connections of one process (one event loop) to one game server (or to each server it launched,
+    ``connections`` apiece), shared by all its GameMDPs."""
 
     _clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[GameSettings, GameClient]]" = \
         weakref.WeakKeyDictionary()
 
     def __init__(self, settings: GameSettings, hello: Mapping[str, Any]) -> None:
         self.settings, self.hello = settings, hello
+        self.launcher = settings.launcher()
         self.secret = protocol.read_secret(settings.secret)
         self.max_frame = int(hello.get("max_frame", protocol.DEFAULT_MAX_FRAME))
         self.per_connection = int(hello.get("max_episodes", 2**31))
-        self.connections: list[Connection | None] = [None] * settings.connections
-        self.attempts: list[asyncio.Task | None] = [None] * settings.connections
-        self.slots = asyncio.Semaphore(min(settings.max_episodes, settings.connections * self.per_connection))
+        count = settings.connections * (settings.instances if self.launcher is not None else 1)
+        self.connections: list[Connection | None] = [None] * count
+        self.attempts: list[asyncio.Task | None] = [None] * count
+        self.slots = asyncio.Semaphore(min(settings.max_episodes, count * self.per_connection))
         self.next_episode = 0
         self.connects = 0
         self.sweeper: asyncio.Task | None = None
@@ -258,14 +300,22 @@ class GameClient:
             per_loop[settings] = cls(settings, hello)
         return per_loop[settings]
 
+    def _address(self, index: int) -> str | None:
+        """Where slot ``index`` connects: ``mdp.game.address``, or the launched instance ``index`` falls to (None
+        while it starts)."""
+        return self.settings.address if self.launcher is None else self.launcher.address(index)
+
     async def _connect(self, index: int) -> Connection:
         """Connect slot ``index``, retrying with backoff until it works (the caller bounds the wait)."""
         delay, loop = BACKOFF[0], asyncio.get_running_loop()
-        host, port = protocol.parse_address(self.settings.address)
         context = tls_context(self.settings)
         while True:
             connection = Connection(self.secret, self.max_frame)
+            address = self._address(index)
             try:
+                if address is None:
+                    raise OSError("the launched game server is starting")
+                host, port = protocol.parse_address(address)
                 await asyncio.wait_for(loop.create_connection(
                     lambda: connection, host, port, ssl=context,                                   # noqa: B023
                     server_hostname=(self.settings.tls_name or host) if context else None), self.settings.timeout)

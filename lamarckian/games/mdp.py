@@ -180,7 +180,7 @@ class GameMDP(EpisodeCounts, MDP):
 
     def __init__(self, settings: GameSettings, seed: int | None = None) -> None:
         self.settings, self.seed = settings, seed
-        key = (settings.address, settings.secret, settings.tls)
+        key = (settings.address, settings.launch, settings.secret, settings.tls)
         if key not in _hellos:
             _hellos[key] = fetch_hello(settings)
         self.hello = _hellos[key]

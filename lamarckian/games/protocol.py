@@ -178,13 +178,21 @@ def read_secret(path: str | os.PathLike) -> bytes:
 
 
 def write_secret(path: str | os.PathLike) -> bytes:
-    """Create ``path`` (mode 0600) holding a new random secret (64 hex digits) unless it exists; the secret."""
+    """Create ``path`` (mode 0600) holding a new random secret (64 hex digits) unless it exists; the secret. Safe
+    when several processes do it at once: the file appears whole (written aside, then linked), and one wins."""
     file = Path(path).expanduser()
     if not file.exists():
         file.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        aside = file.with_name(f".{file.name}.{os.getpid()}")
+        descriptor = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as handle:
             handle.write(os.urandom(32).hex() + "\n")
+        try:
+            os.link(aside, file)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(aside)
     return read_secret(file)
 
 

@@ -43,8 +43,9 @@ class ServerProcess:
         self.address = self.address_file.read_text().strip()
 
     def settings(self, **changes) -> GameSettings:
-        values = {"address": self.address, "secret": str(self.secret), "connections": 2, "timeout": 5.0,
-                  "max_episodes": 100_000, "tls": None, "tls_name": None, **changes}
+        values = {"address": self.address, "launch": None, "instances": 1, "start_timeout": 60.0,
+                  "logs": str(self.secret.parent / "games"), "secret": str(self.secret), "connections": 2,
+                  "timeout": 5.0, "max_episodes": 100_000, "tls": None, "tls_name": None, **changes}
         return GameSettings(**values)
 
     def stop(self) -> dict:

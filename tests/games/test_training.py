@@ -23,16 +23,26 @@ def game_config(server: ServerProcess, *edits: str) -> dict:
                                              *edits])
 
 
+def segments_and_reports(actor: Actor, count: int) -> list[dict]:
+    """The actor's next ``count`` segments and every progress report that came before them (on a loaded machine
+    ``sample`` may report progress first and go on; the reports carry the counters that grew meanwhile)."""
+    deadline, messages = time.monotonic() + 300, []
+    while sum("observations" in message for message in messages) < count:
+        assert time.monotonic() < deadline, f"{count} segments not in 300 s: {messages[-1:]}"
+        messages.append(actor.sample())
+    return messages
+
+
 def test_an_actor_answers_every_waiting_episode_in_one_forward(tmp_path):
     server = ServerProcess(tmp_path, ["--env", "CartPole-v1", "--latency", "5ms"])
     actor = Actor(game_config(server, "sample.envs=64", "sample.truncation=16"), 0, own_process=False)
-    segments = [actor.sample() for _ in range(3)]
+    messages = segments_and_reports(actor, 3)
     batch = actor.statistics()["batch"]
     actor.close()
     server.stop()
-    assert segments[-1]["observations"].shape == (16, 64, 4)
+    assert messages[-1]["observations"].shape == (16, 64, 4)
     assert batch >= 4                       # requests per forward: answers arriving together share one
-    assert sum(s.get("counters", {}).get("episodes", 0) for s in segments) >= 64
+    assert sum(m.get("counters", {}).get("episodes", 0) for m in messages) >= 64
 
 
 def test_evaluations_reuse_their_connections(tmp_path):
