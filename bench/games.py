@@ -47,7 +47,7 @@ def actor_worker(connection: Any, index: int) -> None:
         started_episodes = sum(mdp.counters()["episodes"] for mdp in actor.sampler.mdps)
         started, steps = time.monotonic(), 0
         while time.monotonic() - started < seconds:
-            steps += actor.sample()["steps"]
+            steps += actor.sample().get("steps", 0)        # a progress report (a slow game) carries none
         elapsed = time.monotonic() - started
         resets = sum(mdp.counters()["episodes"] for mdp in actor.sampler.mdps) - started_episodes
         actor.close()

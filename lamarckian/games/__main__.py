@@ -50,6 +50,9 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                        help="tcp://HOST:PORT to listen on (default: loopback, a free port; printed at start)")
     serve.add_argument("--bot", type=int, nargs="+", default=[], metavar="SEAT",
                        help="seats the server always plays itself by the MDP's rule (hidden from the trainer)")
+    serve.add_argument("--pixels", type=int, default=0, metavar="SIDE",
+                       help="serve the game's rendered frames (SIDE x SIDE x 3 uint8, typed arrays) as every seat's "
+                            "observation: a pixel game (0: its own observations)")
     serve.add_argument("--latency", type=duration, default=0.0, help="delay before every reply (10ms)")
     serve.add_argument("--jitter", type=duration, default=0.0, help="uniform ± variation of the delay (5ms)")
     serve.add_argument("--drop-rate", type=float, default=0.0, help="share of requests never answered")
@@ -77,17 +80,24 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def serve(arguments: argparse.Namespace) -> int:
     from ..config import load
-    from ..mdp import create_mdp
+    from ..mdp import MDP, create_mdp
+    from ..mdp.images import RenderedObservations
     from . import protocol, server
 
     modifications = [*arguments.modify, f"mdp.create={arguments.mdp or 'gym'}"]
     if arguments.env:
         modifications.append(f"mdp.gym.id={arguments.env}")
+    if arguments.pixels and not arguments.mdp:
+        modifications.append("mdp.gym.kwargs.render_mode=rgb_array")      # a gymnasium env renders only if asked
     mdp_config = load(arguments.config, modifications)["mdp"]
     secret = protocol.read_secret(arguments.secret)
     faults = server.Faults(arguments.latency, arguments.jitter, arguments.drop_rate, arguments.garbage_rate,
                            arguments.crash_after, arguments.spike_every, arguments.spike)
-    game = server.GameServer(lambda seed: create_mdp(mdp_config, seed=seed), secret, bots=arguments.bot,
+    def make(seed: int) -> MDP:
+        mdp = create_mdp(mdp_config, seed=seed)
+        return RenderedObservations(mdp, arguments.pixels) if arguments.pixels else mdp
+
+    game = server.GameServer(make, secret, bots=arguments.bot,
                              faults=faults, max_episodes=arguments.max_episodes, seed=arguments.seed)
     tls = None
     if arguments.tls_cert or arguments.tls_key:

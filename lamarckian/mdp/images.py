@@ -1,8 +1,10 @@
-"""Large frames made small (``mdp.resize``): an image observation (``uint8``, height × width × channels) with a side
-over ``above`` pixels reaches the network resized to ``to`` (area interpolation), as PettingZoo's own tutorials
-resize pistonball's 457×120 frames to 84×84 before training. A Nature CNN on full-size frames costs about 9 times as
-much per frame (measured: 2.2 s for the 320 frames of 16 pistonball games, on one core); the environment itself is
-unchanged (its rendering, its videos)."""
+"""Images as observations. Large frames made small (``mdp.resize``): an image observation (``uint8``, height × width ×
+channels) with a side over ``above`` pixels reaches the network resized to ``to`` (area interpolation), as
+PettingZoo's own tutorials resize pistonball's 457×120 frames to 84×84 before training. A Nature CNN on full-size
+frames costs about 9 times as much per frame (measured: 2.2 s for the 320 frames of 16 pistonball games, on one
+core); the environment itself is unchanged (its rendering, its videos). Rendered frames as the observation
+(:class:`RenderedObservations`): any MDP that renders becomes a pixel game, as the game server's ``--pixels`` serves
+it."""
 
 from __future__ import annotations
 
@@ -36,11 +38,7 @@ class ResizedController(ControllerWrapper):
         self.size = size
 
     def get_state(self) -> np.ndarray:
-        import cv2  # opencv: only runs with large frames import it
-
-        frame = np.asarray(self.controller.get_state(), np.uint8)
-        resized = cv2.resize(frame, (self.size[1], self.size[0]), interpolation=cv2.INTER_AREA)
-        return resized.reshape(*self.size, frame.shape[-1])       # cv2 drops a single channel's axis
+        return area_resized(np.asarray(self.controller.get_state(), np.uint8), self.size)
 
 
 class ResizedImages(MDP):
@@ -70,6 +68,59 @@ class ResizedImages(MDP):
 
     def global_state(self) -> Any:
         return self.mdp.global_state()
+
+    def counters(self) -> dict[str, float]:
+        return self.mdp.counters()
+
+    def render(self) -> np.ndarray:
+        return self.mdp.render()
+
+    def close(self) -> None:
+        self.mdp.close()
+
+
+def area_resized(frame: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """``frame (H, W, C)`` uint8 at ``size`` (height, width), area interpolation; unchanged when it is that size."""
+    if frame.shape[:2] == tuple(size):
+        return frame
+    import cv2  # opencv: only runs with images import it
+
+    return cv2.resize(frame, (size[1], size[0]), interpolation=cv2.INTER_AREA).reshape(*size, frame.shape[-1])
+
+
+class RenderedController(ControllerWrapper):
+    """Hands out the MDP's rendered frame (:meth:`RenderedObservations.frame`) instead of the seat's observation."""
+
+    def __init__(self, controller: Controller, rendered: "RenderedObservations") -> None:
+        super().__init__(controller)
+        self.rendered = rendered
+
+    def get_state(self) -> np.ndarray:
+        return self.rendered.frame()
+
+
+class RenderedObservations(MDP):
+    """``mdp`` whose every seat observes its rendered frame, ``(size, size, 3)`` uint8 (area-resized), instead of
+    its own observation: a pixel game made of any MDP that renders (one episode at a time per instance, as the game
+    server runs them). Every seat sees the same frame."""
+
+    def __init__(self, mdp: MDP, size: int) -> None:
+        self.mdp, self.size = mdp, size
+        space = gymnasium.spaces.Box(0, 255, (size, size, 3), np.uint8)
+        self.specs = [PlayerSpec(space, spec.action) for spec in mdp.describe()]
+
+    def frame(self) -> np.ndarray:
+        return area_resized(np.ascontiguousarray(self.mdp.render()[..., :3], np.uint8), (self.size, self.size))
+
+    def describe(self) -> list[PlayerSpec]:
+        return self.specs
+
+    def seat_names(self) -> list[str]:
+        return self.mdp.seat_names()
+
+    def reset(self, *players: int, seed: int | None = None) -> Episode:
+        episode = self.mdp.reset(*players, seed=seed)
+        return Episode([RenderedController(controller, self) for controller in episode.controllers], episode.ticks)
 
     def counters(self) -> dict[str, float]:
         return self.mdp.counters()

@@ -99,9 +99,16 @@ def init_layer(layer: Layer, gain: float) -> Layer:
     return layer
 
 
+SMALLEST_FRAME = 36    # pixels a side the Nature CNN's kernels (8 stride 4, 4 stride 2, 3) need
+
+
 def nature_cnn(shape: tuple[int, ...]) -> tuple[nn.Sequential, int]:
-    """The Nature DQN convolutions for frames ``(C, H, W)`` (scaled to [0, 1]), flattened; its output width."""
+    """The Nature DQN convolutions for frames ``(C, H, W)`` (scaled to [0, 1]), flattened; its output width.
+    ValueError for frames smaller than :data:`SMALLEST_FRAME` a side (its kernels would not fit)."""
     channels, height, width = shape
+    if min(height, width) < SMALLEST_FRAME:
+        raise ValueError(f"image observations of {height}x{width} pixels: the Nature CNN needs at least "
+                         f"{SMALLEST_FRAME}x{SMALLEST_FRAME} (make them larger: mdp.resize, a game server's frames)")
     cnn = nn.Sequential(init_layer(nn.Conv2d(channels, 32, 8, 4), math.sqrt(2)), nn.ReLU(),
                         init_layer(nn.Conv2d(32, 64, 4, 2), math.sqrt(2)), nn.ReLU(),
                         init_layer(nn.Conv2d(64, 64, 3, 1), math.sqrt(2)), nn.ReLU(), nn.Flatten())

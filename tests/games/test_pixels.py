@@ -1,0 +1,80 @@
+"""Pixel observations over the game protocol (the reference server's ``--pixels``): a uint8 image declared in the
+handshake, sent as a typed array, kept uint8 in the actors' segments and trained with the CNN; the checker checks
+the frames' shape and bounds; frames too small for the CNN are refused in one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from lamarckian.config import load
+from lamarckian.games.check import check
+from lamarckian.rl.fleet.actor import Actor
+from lamarckian.rl.fleet.learner import Learner
+
+from .helpers import ROOT, ServerProcess
+from .test_training import segments_and_reports
+
+PONG = ["--mdp", "pong", "--bot", "1", "--pixels", "40"]
+
+
+@pytest.fixture(scope="module")
+def pixels(tmp_path_factory):
+    server = ServerProcess(tmp_path_factory.mktemp("pixels"), PONG)
+    yield server
+    server.stop()
+
+
+def pixel_config(server: ServerProcess, *edits: str) -> dict:
+    return load(["mdp/game.yml"], [f"mdp.game.address={server.address}", f"mdp.game.secret={server.secret}",
+                                    "sample.envs=8", "sample.truncation=8", *edits])
+
+
+def test_the_pixel_server_passes_the_checker(pixels):
+    assert check(pixels.address, pixels.secret, timeout=10).violations == []
+
+
+@pytest.fixture(scope="module")
+def segment(pixels):
+    actor = Actor(pixel_config(pixels), 0, own_process=False)
+    try:
+        return segments_and_reports(actor, 1)[-1]
+    finally:
+        actor.close()
+
+
+def test_frames_reach_the_actors_segments_as_uint8(segment):
+    assert segment["observations"].dtype == np.uint8
+
+
+def test_frames_keep_their_size_channels_first_as_the_cnn_takes_them(segment):
+    assert segment["observations"].shape == (8, 8, 3, 40, 40)
+
+
+def test_the_learner_trains_a_cnn_on_the_frames(pixels, tmp_path):
+    learner = Learner(pixel_config(pixels, "ray.local_mode=true", "train.batch=128", f"root={tmp_path / 'run'}",
+                                   "evaluator.progress=false"))
+    learner.start_actors()
+    try:
+        with learner.fleet.gather.gathering("sample"):
+            stats = [learner.step() for _ in range(2)]
+        convolutions = [m for m in learner.model.modules() if isinstance(m, torch.nn.Conv2d)]
+    finally:
+        learner.close()
+    assert convolutions != []
+    assert np.isfinite(stats[-1]["kl"])
+
+
+def test_frames_too_small_for_the_cnn_are_refused_in_one_line(tmp_path):
+    server = ServerProcess(tmp_path, [*PONG[:-1], "32"])
+    completed = subprocess.run([sys.executable, str(ROOT / "train.py"), "-c", "mdp/game.yml", "-m",
+                                f"mdp.game.address={server.address}", f"mdp.game.secret={server.secret}",
+                                f"root={tmp_path / 'run'}"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    server.stop()
+    assert (completed.returncode, completed.stderr.strip().splitlines()[-1:]) == (2, [
+        "train.py: error: image observations of 32x32 pixels: the Nature CNN needs at least 36x36 (make them "
+        "larger: mdp.resize, a game server's frames)"])
