@@ -15,6 +15,7 @@ from lamarckian.config import load
 from lamarckian.games.check import check
 from lamarckian.rl.fleet.actor import Actor
 from lamarckian.rl.fleet.learner import Learner
+from lamarckian.rl.segment import Segment
 
 from .helpers import ROOT, ServerProcess
 from .test_training import segments_and_reports
@@ -53,6 +54,17 @@ def test_frames_reach_the_actors_segments_as_uint8(segment):
 
 def test_frames_keep_their_size_channels_first_as_the_cnn_takes_them(segment):
     assert segment["observations"].shape == (8, 8, 3, 40, 40)
+
+
+def test_frames_reach_the_learners_batch_as_uint8(pixels, segment, tmp_path):
+    """The PPO batch the learner builds from the actors' segments keeps the frames uint8 (scaled only inside the
+    network)."""
+    learner = Learner(pixel_config(pixels, "ray.local_mode=true", f"root={tmp_path / 'run'}"))
+    try:
+        batch = learner.update_rule.prepare([Segment.from_wire(segment)], 0)
+    finally:
+        learner.close()
+    assert batch["observations"].dtype == torch.uint8
 
 
 def test_the_learner_trains_a_cnn_on_the_frames(pixels, tmp_path):

@@ -147,3 +147,45 @@ def test_a_host_that_joins_after_the_run_started_gets_an_actor_that_works(tmp_pa
     assert waited, text[-3000:]
     assert f"actors on 2 hosts: {joined} (1), 127.0.0.1 (1)" in text, text[-3000:]
     assert max((float(m) for m in re.findall(r"fitness ([-\d.e+]+) over", text)), default=0.0) >= 475, text[-3000:]
+
+
+def game_namespaces(secret: Path) -> set[str]:
+    """The network namespaces (hosts) of the running game servers whose command line names ``secret``."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue
+        if b"lamarckian.games\0serve" in command and str(secret).encode() in command:
+            named = subprocess.run(["ip", "netns", "identify", entry.name], capture_output=True, text=True)
+            found.add(named.stdout.strip())
+    return found
+
+
+@pytest.mark.slow
+def test_actors_on_two_hosts_launch_their_own_game_servers(tmp_path):
+    """mdp.game.launch with one actor on each of 2 hosts: each host runs its own game instance (seen in that
+    host's namespace, listening on its own loopback), and the run trains through both."""
+    log, secret = tmp_path / "train.log", tmp_path / "game.secret"
+    server = [sys.executable, "-m", "lamarckian.games", "serve", "--env", "CartPole-v1", "--bind",
+              "tcp://127.0.0.1:{port}", "--secret", "{secret}"]
+    seen: set[str] = set()
+    with Hosts(2) as hosts, RayNodes(hosts, tmp_path / "nodes", cpus=1) as nodes:
+        nodes.start()
+        train = hosts.popen(hosts[0], [
+            sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/game/cartpole.yml", "-m",
+            f"root={tmp_path / 'run'}", f"ray.address={nodes.address}", "ray.launch=ray", "sample.actors=2",
+            "sample.num_cpus=1", "evaluator.beside=false", f"mdp.game.launch={' '.join(server)}",
+            f"mdp.game.secret={secret}", "evaluator.terminate=self.cost > 100000"], log=log, cwd=REPOSITORY,
+            env=nodes.environment())
+        deadline = time.monotonic() + 170
+        while train.poll() is None and time.monotonic() < deadline:
+            seen |= game_namespaces(secret)
+            time.sleep(0.5)
+        code = train.wait(timeout=60)
+        namespaces = {host.namespace for host in hosts}
+    text = log.read_text(errors="replace")
+    assert code == 0, text[-3000:]
+    assert "actors on 2 hosts" in text, text[-3000:]
+    assert namespaces <= seen, (seen, text[-3000:])
