@@ -55,21 +55,24 @@ def main() -> None:
     try:
         for name, game in GAMES.items():
             unbounded = ServerProcess(folder, [*game, "--pixels", str(arguments.side)])
-            bound = actors.measure([f"mdp.game.address={unbounded.address}", f"mdp.game.secret={unbounded.secret}",
-                                    "sample.envs=256", "sample.truncation=4"], arguments.seconds)
-            unbounded.stop()
+            try:
+                bound = actors.measure([f"mdp.game.address={unbounded.address}",
+                                        f"mdp.game.secret={unbounded.secret}", "sample.envs=256",
+                                        "sample.truncation=4"], arguments.seconds)
+            finally:
+                unbounded.stop()
             server = ServerProcess(folder, [*game, "--pixels", str(arguments.side), "--latency",
                                             f"{arguments.latency}ms"])
-            edits = [f"mdp.game.address={server.address}", f"mdp.game.secret={server.secret}",
-                     f"sample.envs={arguments.episodes}", "sample.truncation=4"]
-            rate = actors.measure(edits, arguments.seconds)
-            server.stop()
+            try:
+                rate = actors.measure([f"mdp.game.address={server.address}", f"mdp.game.secret={server.secret}",
+                                       f"sample.envs={arguments.episodes}", "sample.truncation=4"], arguments.seconds)
+            finally:
+                server.stop()
             ideal = 2 * arguments.episodes / (arguments.latency / 1000)
             print(f"{name} at {arguments.side}x{arguments.side}x3 uint8 behind {arguments.latency:g} ms, 2 actors x "
                   f"{arguments.episodes} episodes: {rate:,.0f} round trips/s; bound without latency {bound:,.0f}/s, "
                   f"ideal {ideal:,.0f}/s, ratio {rate / min(ideal, bound):.2f}; {answer_bytes(arguments.side):,} bytes "
-                  f"per answer on the wire "
-                  f"({arguments.side * arguments.side * 3:,} of them the frame)", flush=True)
+                  f"per answer on the wire ({arguments.side * arguments.side * 3:,} of them the frame)", flush=True)
     finally:
         actors.close()
 
