@@ -68,12 +68,19 @@ MOMENTS: dict[str, Callable[[int], bool]] = {
 }
 
 
+def default_interrupt() -> None:
+    """In the program's process before it runs: SIGINT does what it does by default. A suite started in the
+    background (``nohup ... &``, as CI may be) hands its children SIGINT ignored, and Python then installs no
+    handler: the program would never see the Ctrl-C this test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt_at(program: str, arguments: list[str], moment: str, tmp_path: Path
                  ) -> tuple[subprocess.CompletedProcess[str], set[int]]:
     """Run ``program``, SIGINT it at ``moment``: its outcome and every descendant seen before it ended."""
     process = subprocess.Popen([sys.executable, str(REPOSITORY / program), *arguments, f"root={tmp_path / 'run'}"],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=default_interrupt)
     seen: set[int] = set()
     try:
         began = time.monotonic()

@@ -101,7 +101,7 @@ def test_initial_lanes_play_the_initial_policy_and_score_against_it():
 @pytest.mark.slow
 def test_train_py_runs_the_vec_config_without_ray(tmp_path):
     code = ("import sys; [sys.modules.__setitem__(m, None) for m in ('ray', 'zmq', 'cryptography')]; "
-            "sys.path.insert(0, sys.argv[1]); import train; sys.exit(train.main(sys.argv[2:]))")
+            "sys.path.insert(0, sys.argv[1]); sys.argv[1:] = sys.argv[2:]; import train; sys.exit(train.train())")
     completed = subprocess.run([sys.executable, "-c", code, str(REPOSITORY), "-c", "mdp/vec/ant_sumo.yml",
                                 "rl/ppo_gpu.yml", "-m", *SMALL, f"root={tmp_path}",
                                 "evaluator.terminate=self.iteration >= 2"], capture_output=True, text=True,
