@@ -41,27 +41,18 @@ class ResizedController(ControllerWrapper):
         return area_resized(np.asarray(self.controller.get_state(), np.uint8), self.size)
 
 
-class ResizedImages(MDP):
-    """``mdp`` with every seat's large frames (:func:`large_frame`) resized to ``size``."""
+class ImagesOf(MDP):
+    """An MDP whose seats' observations are images made from ``mdp``'s (``specs``: the seats' new spaces, set by
+    the subclass); everything else is ``mdp``'s."""
 
-    def __init__(self, mdp: MDP, above: int, size: tuple[int, int]) -> None:
-        self.mdp, self.size = mdp, size
-        self.specs = mdp.describe()
-        self.resized = [large_frame(spec.observation, above) for spec in self.specs]
-        self.specs = [PlayerSpec(frame_space(spec.observation, size), spec.action) if resized else spec
-                      for spec, resized in zip(self.specs, self.resized)]
+    def __init__(self, mdp: MDP, specs: list[PlayerSpec]) -> None:
+        self.mdp, self.specs = mdp, specs
 
     def describe(self) -> list[PlayerSpec]:
         return self.specs
 
     def seat_names(self) -> list[str]:
         return self.mdp.seat_names()
-
-    def reset(self, *players: int, seed: int | None = None) -> Episode:
-        episode = self.mdp.reset(*players, seed=seed)
-        seats = players or tuple(range(len(self.specs)))
-        return Episode([ResizedController(controller, self.size) if self.resized[seat] else controller
-                        for seat, controller in zip(seats, episode.controllers)], episode.ticks)
 
     def global_state_space(self) -> gymnasium.Space | None:
         return self.mdp.global_state_space()
@@ -77,6 +68,23 @@ class ResizedImages(MDP):
 
     def close(self) -> None:
         self.mdp.close()
+
+
+class ResizedImages(ImagesOf):
+    """``mdp`` with every seat's large frames (:func:`large_frame`) resized to ``size``."""
+
+    def __init__(self, mdp: MDP, above: int, size: tuple[int, int]) -> None:
+        self.size = size
+        specs = mdp.describe()
+        self.resized = [large_frame(spec.observation, above) for spec in specs]
+        super().__init__(mdp, [PlayerSpec(frame_space(spec.observation, size), spec.action) if resized else spec
+                               for spec, resized in zip(specs, self.resized)])
+
+    def reset(self, *players: int, seed: int | None = None) -> Episode:
+        episode = self.mdp.reset(*players, seed=seed)
+        seats = players or tuple(range(len(self.specs)))
+        return Episode([ResizedController(controller, self.size) if self.resized[seat] else controller
+                        for seat, controller in zip(seats, episode.controllers)], episode.ticks)
 
 
 def area_resized(frame: np.ndarray, size: tuple[int, int]) -> np.ndarray:
@@ -99,37 +107,22 @@ class RenderedController(ControllerWrapper):
         return self.rendered.frame()
 
 
-class RenderedObservations(MDP):
+class RenderedObservations(ImagesOf):
     """``mdp`` whose every seat observes its rendered frame, ``(size, size, 3)`` uint8 (area-resized), instead of
     its own observation: a pixel game made of any MDP that renders (one episode at a time per instance, as the game
     server runs them). Every seat sees the same frame."""
 
     def __init__(self, mdp: MDP, size: int) -> None:
-        self.mdp, self.size = mdp, size
+        self.size = size
         space = gymnasium.spaces.Box(0, 255, (size, size, 3), np.uint8)
-        self.specs = [PlayerSpec(space, spec.action) for spec in mdp.describe()]
+        super().__init__(mdp, [PlayerSpec(space, spec.action) for spec in mdp.describe()])
 
     def frame(self) -> np.ndarray:
         return area_resized(np.ascontiguousarray(self.mdp.render()[..., :3], np.uint8), (self.size, self.size))
 
-    def describe(self) -> list[PlayerSpec]:
-        return self.specs
-
-    def seat_names(self) -> list[str]:
-        return self.mdp.seat_names()
-
     def reset(self, *players: int, seed: int | None = None) -> Episode:
         episode = self.mdp.reset(*players, seed=seed)
         return Episode([RenderedController(controller, self) for controller in episode.controllers], episode.ticks)
-
-    def counters(self) -> dict[str, float]:
-        return self.mdp.counters()
-
-    def render(self) -> np.ndarray:
-        return self.mdp.render()
-
-    def close(self) -> None:
-        self.mdp.close()
 
 
 def resized(mdp: MDP, settings: Mapping[str, Any] | None) -> MDP:
