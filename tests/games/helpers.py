@@ -3,6 +3,7 @@ started on loopback, stopped with SIGTERM, their counters read from the JSON lin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import socket
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from lamarckian.games import protocol
 from lamarckian.games.client import GameSettings
@@ -91,3 +92,21 @@ def play(mdps: list, seconds: float, seats: tuple[int, ...] = (0,)) -> dict[str,
     finally:
         loop.close()
     return counts
+
+
+@contextlib.contextmanager
+def serving(command: Sequence[str], folder: Path) -> Iterator[tuple[str, Path]]:
+    """A server of another language run as ``command --secret FILE``, once it printed ``serving tcp://HOST:PORT``
+    (after any banner): (that address, the secret file); ended afterwards."""
+    secret = folder / "game.secret"
+    protocol.write_secret(secret)
+    process = subprocess.Popen([*command, "--secret", str(secret)], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert process.stdout is not None
+        address = next((line.split()[1] for line in process.stdout if line.startswith("serving tcp://")), None)
+        assert address is not None, f"{command[0]} ended before it listened"
+        yield address, secret
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lamarckian.games import protocol
 from lamarckian.games.check import check
 
-from .helpers import ROOT
+from .helpers import ROOT, serving
 
 EXAMPLES = ROOT / "examples" / "games"
 
@@ -35,17 +34,8 @@ def command(language: str, folder: Path) -> list[str]:
 @pytest.fixture(params=["node", "cpp"])
 def example(request, tmp_path):
     """A running example server: (address, secret file)."""
-    secret = tmp_path / "game.secret"
-    protocol.write_secret(secret)
-    process = subprocess.Popen([*command(request.param, tmp_path), "--secret", str(secret), "--bind", "127.0.0.1:0"],
-                               stdout=subprocess.PIPE, text=True)
-    try:
-        line = process.stdout.readline()
-        assert line.startswith("serving tcp://"), f"the {request.param} example printed {line!r}"
-        yield line.split()[1], secret
-    finally:
-        process.terminate()
-        process.wait(10)
+    with serving([*command(request.param, tmp_path), "--bind", "127.0.0.1:0"], tmp_path) as running:
+        yield running
 
 
 def test_the_example_server_conforms(example):

@@ -11,11 +11,10 @@ import sys
 
 import pytest
 
-from lamarckian.games import protocol
 from lamarckian.games.check import check
 from lamarckian.games.launch import free_port
 
-from .helpers import ROOT
+from .helpers import ROOT, serving
 
 GODOT = shutil.which("godot3-server")
 SERVER = ["godot3-server", "--no-window", "-s", "examples/games/godot/cartpole_server.gd"]
@@ -26,20 +25,8 @@ pytestmark = pytest.mark.skipif(GODOT is None, reason="Godot 3 is not installed 
 @pytest.fixture
 def godot(tmp_path):
     """The Godot server, listening: (address, secret file)."""
-    secret = tmp_path / "game.secret"
-    protocol.write_secret(secret)
-    port = free_port()
-    process = subprocess.Popen([*SERVER, "--bind", f"127.0.0.1:{port}", "--secret", str(secret)], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        for line in process.stdout:
-            if line.startswith("serving tcp://"):
-                break
-        assert process.poll() is None, "the Godot server ended before it listened"
-        yield f"tcp://127.0.0.1:{port}", secret
-    finally:
-        process.terminate()
-        process.wait(10)
+    with serving([*SERVER, "--bind", f"127.0.0.1:{free_port()}"], tmp_path) as running:
+        yield running
 
 
 def test_the_godot_server_passes_the_checker(godot):
