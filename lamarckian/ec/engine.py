@@ -29,6 +29,7 @@ from .tournament import Tournament, TournamentSettings
 
 log = logging.getLogger(__name__)
 NO_PROGRESS = f"{NoProgress.__module__}.{NoProgress.__qualname__}"   # its name in a learner's RemoteError
+TICK = 1.0     # seconds without a finished round before the status line's clock is moved on
 
 
 def build_algorithm(config: Mapping[str, Any], space: SearchSpace) -> Algorithm:
@@ -146,15 +147,18 @@ class Evolution:
             self.processes.start()
 
     def _replace(self, error: rpc.ActorDiedError, individuals: list[Individual]) -> None:
-        """Swap a dead learner for a new one; its individuals are trained again from their stored state."""
+        """Drop a dead learner (another starts beside the evolution where the cluster has room); its individuals
+        are trained again from their stored state, by whichever learner is free first."""
+        host = self.processes.host_of(error.actor)
         self.processes.replace(error)
         for individual in individuals:
             self.algorithm.retry(individual)
             self.restarted.append(individual.id)
         names = ", ".join(str(individual.id) for individual in individuals)
-        self.progress.print(f"learner died ({error.actor}) while training individual{'s' * (len(individuals) > 1)} "
-                            f"{names}; replaced it ({self.replaced} so far), training again from the population "
-                            f"checkpoint")
+        self.progress.print(f"learner died ({error.actor}, host {host}) while training "
+                            f"individual{'s' * (len(individuals) > 1)} {names}; replaced it ({self.replaced} so far), "
+                            f"training again from the population checkpoint"
+                            + (f"; {self.processes.waiting()}" if self.processes.waiting() else ""))
 
     def close(self) -> None:
         self.processes.close()
@@ -189,15 +193,19 @@ class Evolution:
             else:
                 yield "train", tasks
 
-    def _outcomes(self) -> Iterator[tuple[list[Individual], Any]]:
+    def _outcomes(self) -> Iterator[tuple[list[Individual], Any] | None]:
         """``(individuals, outcome)`` as rounds finish: the outcome is the list of their reports, or the error that
-        ended the round."""
+        ended the round; None after a second without one (the clock and the learners' replacements go on)."""
         calls = self._calls()
         if self.in_process:
             outcomes: Iterator = ((call, self.rounds.train_round(*call[1:])) for call in calls)
         else:
-            outcomes = self.processes.started.as_completed(calls)
-        for call, outcome in outcomes:
+            outcomes = self.processes.started.as_completed(calls, idle=TICK)
+        for finished in outcomes:
+            if finished is None:
+                yield None
+                continue
+            call, outcome = finished
             tasks = call[1] if self.vectorized else [call[1]]
             reports = outcome if self.vectorized or isinstance(outcome, BaseException) else [outcome]
             yield [self.in_flight.pop(task["id"]) for task in tasks], reports
@@ -215,6 +223,7 @@ class Evolution:
         if self.folder is not None and evaluator.tensorboard:
             self.boards = Boards(self.folder / "tensorboard")
         self.progress = Progress(evaluator.progress)
+        self.processes.say = self.progress.print
         if self.processes.someone is None:
             self.start()
         workers = (f"one vectorized learner ({self.rounds.learner.member_envs} environments a member)"
@@ -226,7 +235,13 @@ class Evolution:
                             f"{', '.join(d.key for d in self.space) or 'nothing'}; run directory {self.folder}")
         self._last_save, self._window = time.monotonic(), (time.monotonic(), self.cost)
         self._write_status(force=True)                     # up (and resumed): before the first round reports
-        for individuals, outcome in self._outcomes():
+        for finished in self._outcomes():
+            if not self.in_process:
+                self.processes.poll()
+            if finished is None:
+                self._waiting()
+                continue
+            individuals, outcome = finished
             if isinstance(outcome, rpc.ActorDiedError):
                 self._replace(outcome, individuals)
                 continue
@@ -260,6 +275,12 @@ class Evolution:
             self.save()
             self._last_save = time.monotonic()
 
+    def _waiting(self) -> None:
+        """A second without a finished round: the status line's clock goes on (:meth:`_show` says why fewer
+        learners than asked for train, if so)."""
+        self._show()
+        self._write_status()
+
     def _write_status(self, force: bool = False) -> None:
         self.status_file.write({"trained": self.trained, "cost": self.cost, "replaced": self.replaced,
                                 "elapsed": self.clock()}, force=force)
@@ -285,7 +306,8 @@ class Evolution:
         best = best_member(self.algorithm.members())
         self.progress.update({"best": f"{best.fitness:.3g}" if best is not None else "-", "rounds": str(self.trained),
                               "steps": format_number(self.cost), "sps": format_number(self.rate),
-                              "training": str(len(self.in_flight)), "time": f"{self.clock():.0f}s"})
+                              "training": str(len(self.in_flight)), "time": f"{self.clock():.0f}s",
+                              **({"waiting": waiting} if (waiting := self.processes.waiting()) else {})})
 
 
 def _has_cuda() -> bool:

@@ -9,11 +9,11 @@ from .auth import run_secret
 from .callers import All, Any, Gather
 from .decorators import all, any, gather  # noqa: A004 - the original Lamarckian's public names
 from .errors import ActorDiedError, ProtocolError, RemoteError, RPCError
-from .replacing import connect_replacing, join_new
+from .replacing import Replacements, connect_replacing
 from .settings import RpcSettings
 
 __all__ = [
     "All", "Any", "Gather", "all", "any", "gather",
     "ActorDiedError", "ProtocolError", "RemoteError", "RPCError", "RpcSettings", "run_secret",
-    "connect_replacing", "join_new",
+    "connect_replacing", "Replacements",
 ]

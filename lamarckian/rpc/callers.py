@@ -224,12 +224,14 @@ class Any(_Caller):
                 self._settled(connection)
                 self.link.forget(request_id)
 
-    def as_completed(self, calls: Iterable[Sequence[Value]], *, depth: int = 1
-                     ) -> Iterator[tuple[Sequence[Value], Value | BaseException]]:
+    def as_completed(self, calls: Iterable[Sequence[Value]], *, depth: int = 1, idle: float | None = None
+                     ) -> Iterator[tuple[Sequence[Value], Value | BaseException] | None]:
         """Like ``map(calls, ordered=False)``, but one failure does not end the stream: yields ``(call,
         outcome)`` as calls finish, ``outcome`` being the result, the :class:`RemoteError` the method raised, or
         :class:`ActorDiedError` when its actor died. Calls on other actors keep running; a dead actor gets no
-        more calls (:meth:`add` a replacement and it is kept busy from the next call on)."""
+        more calls (:meth:`add` a replacement and it is kept busy from the next call on). ``idle`` (seconds):
+        yields None when nothing finished for that long (the caller's clock and replacements go on; with no live
+        actor left it then waits for one to be added instead of raising ActorDiedError)."""
         pending = iter(calls)
         in_flight: dict[tuple[Connection, int], Sequence[Value]] = {}
         exhausted = False
@@ -244,8 +246,15 @@ class Any(_Caller):
                 if not in_flight:
                     if exhausted:
                         return
-                    self._pick()  # raises ActorDiedError: calls are left but no actor is alive
-                finished, died = self._wait_some(in_flight)
+                    if idle is None:
+                        self._pick()  # raises ActorDiedError: calls are left but no actor is alive
+                        return
+                    time.sleep(idle)
+                    yield None
+                    continue
+                finished, died = self._wait_some(in_flight, idle)
+                if not finished and not died:
+                    yield None
                 for ticket in finished:
                     call = in_flight.pop(ticket)
                     try:
@@ -261,9 +270,11 @@ class Any(_Caller):
                 self._settled(connection)
                 self.link.forget(request_id)
 
-    def _wait_some(self, in_flight: Iterable[tuple[Connection, int]]
+    def _wait_some(self, in_flight: Iterable[tuple[Connection, int]], idle: float | None = None
                    ) -> tuple[list[tuple[Connection, int]], list[tuple[tuple[Connection, int], ActorDiedError]]]:
-        """Block until some of ``in_flight`` finished or lost their actor: (finished, [(ticket, error)])."""
+        """Block until some of ``in_flight`` finished or lost their actor, ``idle`` seconds at most (None: no
+        limit): (finished, [(ticket, error)]), both empty after ``idle`` seconds without either."""
+        deadline = None if idle is None else time.monotonic() + idle
         while True:
             finished, died = [], []
             for ticket in in_flight:
@@ -276,7 +287,13 @@ class Any(_Caller):
                     died.append((ticket, error))
             if finished or died:
                 return finished, died
-            self.link.pump(None)
+            if deadline is None:
+                self.link.pump(None)
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return [], []
+            self.link.pump(max(1, int(left * 1000)))
 
     def _harvest(self, in_flight: "collections.deque[tuple[Connection, int]]", ordered: bool) -> Iterator[Value]:
         """Wait for at least one reply; yield what can be yielded in the requested order."""

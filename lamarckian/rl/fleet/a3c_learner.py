@@ -78,6 +78,7 @@ class A3CLearner(Learner):
         try:
             message = self.fleet.gather(timeout)
         except TimeoutError:
+            self.fleet.poll()
             return None
         except rpc.ActorDiedError as error:
             self.fleet.replace(error)

@@ -239,7 +239,7 @@ class Learner(Trainer):
             try:
                 received = gather(min(1.0, self.sample.stall / 4)) if own else gather()
             except TimeoutError:
-                watch.check(steps, [gather.in_flight(index) for index in range(len(self.fleet.actors))])
+                self.fleet.check_stall(steps)
                 continue
             except rpc.ActorDiedError as error:
                 self.fleet.replace(error)
@@ -263,7 +263,7 @@ class Learner(Trainer):
             if self.synchronous and gather.in_flight() * sum(s.steps for s in message) < self.batch_steps - steps:
                 gather.release(gather.last_index)     # those in flight cannot fill the batch: one more
             if own:
-                watch.check(steps, [gather.in_flight(index) for index in range(len(self.fleet.actors))])
+                self.fleet.check_stall(steps)
         return segments, steps, results
 
     @property

@@ -85,7 +85,7 @@ class OffPolicyLearner(Learner):
                 if not waiting:
                     break
                 if own:
-                    watch.check(steps, [gather.in_flight(index) for index in range(len(self.fleet.actors))])
+                    self.fleet.check_stall(steps)
                 continue
             except rpc.ActorDiedError as error:
                 self.fleet.replace(error)

@@ -161,13 +161,21 @@ class StallWatch:
         view.take(counters)
         add_lost(self.lost, counters)
 
-    def check(self, collected: int, in_flight: Sequence[int]) -> None:
+    def check(self, collected: int, in_flight: Sequence[int], placing: int = 0) -> None:
         """Between messages: say what the run waits for once the iteration has collected for ``limit`` seconds (and
         every ``limit`` seconds after); NoProgress when not one env step finished in that time, or in half of it
         while episodes were lost (every one of them, then). ``collected``: the
-        env steps the iteration has; ``in_flight``: each actor's segments asked for and not yet received."""
+        env steps the iteration has; ``in_flight``: each actor's segments asked for and not yet received;
+        ``placing``: replacement actors waiting for Ray to place them (while the fleet has no actor, the iteration
+        waits for them: said every ``limit`` seconds, never NoProgress)."""
         now = self.clock()
         waited = now - self.started
+        if placing and not in_flight:
+            if now - self.told >= self.limit:
+                self.told = now
+                self.say(f"no actor for {waited:.0f} s: {placing} replacement{'s' * (placing > 1)} wait for Ray to "
+                         "place them (the cluster lost the capacity they need; they start when it returns)")
+            return
         if not self.moved and waited >= self.limit / 2 and any(self.lost.values()):
             raise NoProgress(self._why_stuck(waited, in_flight))    # every episode lost: certain in half the time
         if waited < self.limit or now - self.told < self.limit:

@@ -68,6 +68,7 @@ class ActorFleet:
         self._gather: Any = None            # rpc.Gather, or the remote workers'
         self.spawned = 0                    # actors made so far: the next one's seed stream
         self.replaced = 0                   # dead actors replaced
+        self.replacements = rpc.Replacements(self.spawn, self._join, self.discard)   # started, not joined yet
         self.progress = Progress(False)     # replacement notices (the loop's display is on stderr too)
         self.watch = stall.StallWatch(self.progress.print)    # the actors while an iteration collects
 
@@ -159,16 +160,37 @@ class ActorFleet:
             self.beside = None
 
     def replace(self, error: rpc.ActorDiedError) -> None:
-        """Swap a dead actor for a fresh one that starts from the current weights."""
+        """Swap a dead actor for a fresh one that starts from the current weights: a child process joins at once, a
+        Ray actor when Ray has placed it (the fleet goes on with the others meanwhile, see :meth:`poll`)."""
         if error.index is None:           # no longer one of the fleet's: nothing to replace
             log.warning("actor died (%s) after it left the fleet", error.actor)
             return
         dead = self.actors.pop(error.index)
         self.gather.remove(dead)
         self.kill(dead, graceful=False)
-        self.actors.append(rpc.join_new(self.spawn, self.gather.add, self.discard))
+        self.replacements.request()
         self.replaced += 1
-        self.progress.print(f"actor died ({error.actor}); replaced it ({self.replaced} so far)")
+        self.poll()
+        waiting = f"; {len(self.replacements)} waiting for Ray to place them" if self.replacements else ""
+        self.progress.print(f"actor died ({error.actor}); replaced it ({self.replaced} so far){waiting}")
+
+    def poll(self) -> None:
+        """Join the replacements that serve by now (a learner calls it while it waits for segments)."""
+        if self.replacements.poll():
+            self.progress.print(f"a replacement actor joined ({len(self.actors)} of {self.sample.actors} actors)")
+
+    def check_stall(self, collected: int) -> None:
+        """Between segments: join the replacements that serve, then let the stall watch say what the iteration
+        waits for (``collected``: its env steps so far)."""
+        self.poll()
+        gather = self.gather
+        self.watch.check(collected, [gather.in_flight(index) for index in range(len(self.actors))],
+                         placing=len(self.replacements))
+
+    def _join(self, handle: Any) -> None:
+        """A replacement that serves joins the fleet (the Gather, and the actors in the same order)."""
+        self.gather.add(handle)
+        self.actors.append(handle)
 
     def call_all(self, action: Callable[[], Any]) -> Any:
         """Run ``action()`` (an All call or broadcast), replacing actors that die, until it succeeds."""
@@ -199,6 +221,7 @@ class ActorFleet:
     def close(self) -> None:
         """End every actor and the evaluation actor (with remote workers: close the link to them)."""
         self.close_evaluation()
+        self.replacements.close()
         if self.remote is not None and self._everyone is not None:
             self._everyone.close()
         if self._gather is not None:
