@@ -163,9 +163,10 @@ class LearnerProcesses:
         """Why fewer learners than ``ec.learners`` train, if so (the status line's)."""
         if not self.replacements:
             return None
-        return (f"{len(self.learners)} of {self.count} learners; {len(self.replacements)} waiting "
-                f"{self.replacements.waited():.0f} s for Ray to place {'them' if len(self.replacements) > 1 else 'it'}"
-                + (f" ({self._sizes()})" if self.on_ray else ""))
+        waiting = len(self.replacements)
+        return (f"{len(self.learners)} of {self.count} learners train; {waiting} more wait"
+                f"{'s' * (waiting == 1)} for Ray to place {'it' if waiting == 1 else 'them'} "
+                f"({self.replacements.waited():.0f} s" + (f"; {self._sizes()})" if self.on_ray else ")"))
 
     def _join(self, learner: Any) -> None:
         self.started.add(learner)
@@ -186,7 +187,7 @@ class LearnerProcesses:
         total, need = ray.cluster_resources(), self.need()
         parts = [f"{total.get(kind, 0.0):g} {kind}s, a learner needs {amount:g}" for kind, amount in need.items()
                  if amount > 0]
-        return "; ".join(parts) + (" (ec.learner_cpus + sample.actors × sample.num_cpus)" if parts else "")
+        return "; ".join(parts) + (": ec.learner_cpus + sample.actors × sample.num_cpus" if parts else "")
 
     def kill(self, learner: Any) -> None:
         """End ``learner`` at once."""

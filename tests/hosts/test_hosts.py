@@ -4,7 +4,9 @@ that reason."""
 
 from __future__ import annotations
 
+import json
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -189,3 +191,71 @@ def test_actors_on_two_hosts_launch_their_own_game_servers(tmp_path):
     assert code == 0, text[-3000:]
     assert "actors on 2 hosts" in text, text[-3000:]
     assert namespaces <= seen, (seen, text[-3000:])
+
+
+def ray_workers_in(hosts: Hosts, host: int) -> list[str]:
+    """The Ray actors (their process titles, ``ray::PopulationLearner``...) living in host ``host``."""
+    titles = []
+    for pid in hosts.pids(hosts[host]):
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            continue
+        if title.startswith(("ray::PopulationLearner", "ray::Actor")):
+            titles.append(title)
+    return titles
+
+
+def lineage_rows(path: Path) -> list[dict]:
+    text = path.read_text() if path.exists() else ""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def wait_until(condition, timeout: float, what: str, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s\n{log.read_text(errors='replace')[-3000:]}"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_evolve_py_loses_a_host_goes_on_keeps_every_member_and_uses_the_host_again(tmp_path):
+    """The cluster of issue 53 (head 1 CPU, two workers 2 CPUs): PBT of 4 with one actor a learner. Every process of
+    host 2 is SIGKILLed after the first rounds: the console names the host, rounds go on within rpc.timeout + one
+    round, the individuals whose learner died are trained again (a lineage row for each; none is missing but the
+    rounds in flight at the Ctrl-C that ends the run); host 2 comes back, Ray actors of the run live there again, and
+    rounds go on."""
+    log, lineage = tmp_path / "evolve.log", tmp_path / "run" / "lineage.jsonl"
+    with Hosts(3) as hosts, RayNodes(hosts, tmp_path / "nodes", cpus=[1, 2, 2]) as nodes:
+        nodes.start()
+        evolve = hosts.popen(hosts[0], [
+            sys.executable, str(REPOSITORY / "evolve.py"), "-c", "mdp/gym.yml", "mdp/gym/cartpole.yml",
+            "ec/ea/pbt.yml", "ec/wrap/mdp.yml", "-m", f"root={tmp_path / 'run'}", f"ray.address={nodes.address}",
+            "ray.launch=ray", "ec.population=4", "sample.actors=1", "train.lr=[0.0001,0.003]",
+            "ec.stop=self.time >= 600"], log=log, cwd=tmp_path, env=nodes.environment())
+        wait_until(lambda: len(lineage_rows(lineage)) >= 4, 150, "4 rounds", log)
+        before = lineage_rows(lineage)
+        hosts.kill(hosts[2])
+        killed = time.monotonic()
+        wait_until(lambda: len(lineage_rows(lineage)) > len(before), 120, "a round after the kill", log)
+        first_after = time.monotonic() - killed
+        wait_until(lambda: f"host {hosts[2].address} lost" in log.read_text(errors="replace"), 120, "the loss", log)
+        lost = len(lineage_rows(lineage))
+        nodes.add(hosts[2])
+        wait_until(lambda: ray_workers_in(hosts, 2), 120, "an actor of the run on the returned host", log)
+        back = len(lineage_rows(lineage))
+        wait_until(lambda: len(lineage_rows(lineage)) >= back + 3, 120, "rounds after the return", log)
+        evolve.send_signal(signal.SIGINT)
+        code = evolve.wait(timeout=120)
+    text, rows = log.read_text(errors="replace"), lineage_rows(lineage)
+    longest_round = max(row["round_seconds"] for row in before)
+    assert code == 130, text[-3000:]
+    assert first_after <= 5.0 + longest_round + 5.0, (first_after, longest_round)   # rpc.timeout + a round (+5 s)
+    retrained = {int(n) for line in re.findall(r"while training individuals? ([\d, ]+);", text)
+                 for n in line.split(", ")}
+    reported = {row["id"] for row in rows}
+    assert retrained <= reported, (retrained, text[-3000:])
+    assert len(set(range(max(reported) + 1)) - reported) <= 4, text[-3000:]   # only rounds in flight at Ctrl-C
+    assert lost > len(before), text[-3000:]
+    assert f"host {hosts[2].address} joined" in text, text[-3000:]
+    assert "still waiting for the next iteration" not in text, text[-3000:]
