@@ -155,7 +155,7 @@ class Evolution:
             self.algorithm.retry(individual)
             self.restarted.append(individual.id)
         names = ", ".join(str(individual.id) for individual in individuals)
-        self.progress.print(f"learner died ({error.actor}, host {host}) while training "
+        self.progress.print(f"[{self.clock():6.0f}s] learner died ({error.actor}, host {host}) while training "
                             f"individual{'s' * (len(individuals) > 1)} {names}; replaced it ({self.replaced} so far), "
                             f"training again from the population checkpoint"
                             + (f"; {self.processes.waiting()}" if self.processes.waiting() else ""))

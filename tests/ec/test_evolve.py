@@ -38,10 +38,19 @@ def run_evolve(arguments: list[str], cwd: Path, timeout: float) -> subprocess.Co
 
 
 @pytest.mark.slow
+def replacement_reported(evolution: Evolution) -> bool:
+    """Whether learner 3 (the first replacement of a population of 3) has reported a round."""
+    assert evolution.lineage is not None
+    return any(row["learner"] == 3 for row in evolution.lineage.read())
+
+
 def test_pbt_replaces_a_killed_learner_and_goes_on(ray_local, tmp_path):
     config = cartpole(tmp_path, "ec.population=3", "ec.stop=self.trained >= 9", "ec.checkpoint.interval=0")
     evolution = Evolution(config, tmp_path)
     evolution.start()
+    stop, deadline = evolution.should_stop, time.monotonic() + 120
+    # the replacement joins when Ray has started it, beside the running rounds: the run goes on until it reported
+    evolution.should_stop = lambda: stop() and (replacement_reported(evolution) or time.monotonic() > deadline)
     members, victims = evolve_killing_a_learner(evolution, after_rounds=2)
     assert victims
     assert evolution.replaced == 1

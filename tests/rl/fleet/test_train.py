@@ -33,15 +33,18 @@ def test_sigkilled_actor_is_replaced_and_training_goes_on(ray_local, tmp_path):
             victim = learner.fleet.actors[0]
             pid = ray_local.get(victim.__ray_call__.remote(lambda actor: os.getpid()))
             os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 120
             for _ in range(6):
+                learner.step()
+            while len(learner.fleet.actors) < 2 and time.monotonic() < deadline:   # joins once Ray started it
                 learner.step()
             assert learner.fleet.replaced == 1
             assert victim not in learner.fleet.actors
             assert len(learner.fleet.actors) == 2
             summary = learner.evaluator.evaluate(learner.fleet.everyone)  # the replacement answers calls too
             assert summary["episodes"] == config["evaluator"]["episodes"]
-        assert learner.iteration == 7
-        assert learner.cost >= 7 * 256
+        assert learner.iteration >= 7
+        assert learner.cost >= learner.iteration * 256
     finally:
         learner.close()
 
