@@ -13,6 +13,10 @@ Scenarios (intervals are the soak's; shorter runs scale them down with the minut
           disk (a tmpfs) filled once, then freed and the run restarted
   relay   the remote relay with 3 workers and a trainer: the server killed and restarted every 5 min, a worker
           killed every minute (restarted 5 s later), the workers' link stalled through a loopback proxy every 5 min
+  hosts   evolve.py PBT (4 individuals) and train.py on a Ray cluster of 3 hosts of their own (network namespaces,
+          bench/hostlib; root only): a worker host's link cut for 2-15 s every 2 min, slowed to 100 Mbit/s for 30 s
+          every 5 min, every process of a worker host SIGKILLed every 10 min and its Ray node started again 1 min
+          later
 
 Every process a job starts carries LAMARCKIAN_CHAOS_RUN; this harness is their subreaper, so processes that
 outlive their parents are found (orphans) and none may be left at the end. Linux only; the full disk needs root
@@ -40,7 +44,11 @@ sys.path.insert(0, str(REPOSITORY))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from chaoslib import procs, report  # noqa: E402
-from chaoslib.scenarios import SCENARIOS, Scenario  # noqa: E402
+from chaoslib.hosts import OnHosts  # noqa: E402
+from chaoslib.scenarios import SCENARIOS as ON_ONE_HOST  # noqa: E402
+from chaoslib.scenarios import Scenario  # noqa: E402
+
+SCENARIOS: dict[str, type[Scenario]] = {**ON_ONE_HOST, OnHosts.name: OnHosts}
 from chaoslib.schedule import Log, Watch  # noqa: E402
 
 

@@ -17,7 +17,9 @@ CurveZMQ (``rpc.curve``), whose figures are printed beside the unencrypted ones.
 
 ``--hosts`` (root; docs/cluster.md) runs them across 3 hosts with their own addresses (network namespaces on a
 bridge, a Ray node in each, bench/hostlib): the caller on the head's host, 4 actors on each of the 2 other hosts;
-the 50 MB broadcast beside ray.put + 8 calls, the same calls beside them on the caller's own host.
+the 50 MB broadcast beside ray.put + 8 calls, the same calls beside them on the caller's own host; then the broadcast
+again with the links into the two other hosts through a token bucket (``tc tbf``, ``--links``: 1 Gbit/s and 100
+Mbit/s; this kernel has no ``netem`` for a delay).
 
     python bench/rpc.py [--repeats 15] [--cluster | --hosts]
 """
@@ -341,11 +343,17 @@ def across_hosts(options: argparse.Namespace) -> None:
     folder = Path(tempfile.mkdtemp(prefix="hosts-rpc-"))
     with Hosts(3) as hosts, RayNodes(hosts, folder, cpus=4) as nodes:
         nodes.start()
-        completed = hosts.run(hosts[0], [sys.executable, __file__, "--hosts-driver", nodes.address,
-                                         "--repeats", str(options.repeats)], timeout=1200, env=nodes.environment())
-    print(completed.stdout, end="")
-    if completed.returncode != 0:
-        raise SystemExit(f"bench/rpc.py --hosts: the driver failed:\n{completed.stderr[-3000:]}")
+        for mbit in (None, *options.links):
+            if mbit is not None:             # traffic into the two other hosts through a token bucket
+                for host in hosts.hosts[1:]:
+                    hosts.limit(host, mbit)
+            link = ["--link", f"{mbit:g} Mbit/s"] if mbit is not None else []
+            completed = hosts.run(hosts[0], [sys.executable, __file__, "--hosts-driver", nodes.address,
+                                             "--repeats", str(options.repeats if mbit is None else 3), *link],
+                                  timeout=1800, env=nodes.environment())
+            print(completed.stdout, end="", flush=True)
+            if completed.returncode != 0:
+                raise SystemExit(f"bench/rpc.py --hosts: the driver failed:\n{completed.stderr[-3000:]}")
 
 
 def hosts_driver(options: argparse.Namespace) -> None:
@@ -365,21 +373,29 @@ def hosts_driver(options: argparse.Namespace) -> None:
     blob = np.random.default_rng(1).random(LARGE_BROADCAST_BYTES // 4, dtype=np.float32)
     n = max(1, options.broadcasts // 4)
     rows = []
-    for label, addresses in (("2 other hosts", others), ("this host", [own, own])):
+    placements = [("2 other hosts", others)] + ([] if options.link else [("this host", [own, own])])
+    for label, addresses in placements:
         actors = place(addresses)
         patterns = Patterns(actors, RpcSettings.defaults(), options)
         mine = patterns.broadcast(blob, n)
         by_ray = timed(lambda: [ray_broadcast(blob, actors) for _ in range(n)], options.repeats) / n
         rows.append((f"All: 50 MB to 8 actors on {label}", f"{mine * 1e3:.1f} ms", f"{by_ray * 1e3:.1f} ms",
                      f"{mine / by_ray:.2f}x"))
+        if options.link:
+            patterns.close()
+            for actor in actors:
+                ray.kill(actor)
+            continue
         rows.append((f"Any: no-op round trip, actors on {label}", f"{patterns.round_trip() * 1e6:.0f} us", "", ""))
         rows.append((f"Gather: 1 MB results, actors on {label}", f"{patterns.gather_throughput() / 1e9:.2f} GB/s",
                      "", ""))
         patterns.close()
         for actor in actors:
             ray.kill(actor)
-    print_table(f"lamarckian.rpc across 3 hosts (network namespaces, bench/hostlib) - {time.strftime('%Y-%m-%d')} - "
-                f"median of {options.repeats}", ("pattern", "ours", "ray.put + 8 calls", "ratio"), rows)
+    link = f", links into the other hosts at {options.link} (tc tbf)" if options.link else ""
+    print_table(f"lamarckian.rpc across 3 hosts (network namespaces, bench/hostlib{link}) - "
+                f"{time.strftime('%Y-%m-%d')} - median of {options.repeats}",
+                ("pattern", "ours", "ray.put + 8 calls", "ratio"), rows)
     ray.shutdown()
 
 
@@ -391,7 +407,10 @@ def main() -> None:
     parser.add_argument("--broadcasts", type=int, default=20, help="4 MB broadcasts per timed All block")
     parser.add_argument("--cluster", action="store_true", help="between the nodes of a 3-raylet Cluster instead")
     parser.add_argument("--hosts", action="store_true", help="across 3 hosts of their own (root; bench/hostlib)")
+    parser.add_argument("--links", type=float, nargs="*", default=[1000.0, 100.0], metavar="MBIT",
+                        help="with --hosts: the broadcast again with the links into the other hosts at these rates")
     parser.add_argument("--hosts-driver", metavar="ADDRESS", help=argparse.SUPPRESS)   # --hosts's own process
+    parser.add_argument("--link", help=argparse.SUPPRESS)                               # the driver's link, to say
     options = parser.parse_args()
     if options.hosts_driver:
         hosts_driver(options)

@@ -220,6 +220,23 @@ def individuals_lost(algorithm: dict[str, Any], lineage: Path, population: int) 
     return missing + sum(1 for m in slots if m["age"] >= 1 and m["id"] not in rows)
 
 
+def population_result(run: Path, population: int, checks: dict[str, bool]) -> dict[str, Any]:
+    """An evolve.py run's: every population checkpoint loads and no individual is lost (checks), and its rounds,
+    env steps and best fitness."""
+    from lamarckian.record import Checkpoints
+
+    checks["every population checkpoint loads"] = checkpoints_load(run / "population")
+    found = Checkpoints(run / "population").load_newest()
+    if found is None:
+        return {}
+    slots = found[1]["algorithm"]["slots"]
+    lost = individuals_lost(found[1]["algorithm"], run / "lineage.jsonl", population)
+    checks["no individual lost from the lineage"] = lost == 0
+    fitness = [m["fitness"] for m in slots if m.get("fitness") is not None and m["fitness"] == m["fitness"]]
+    return {"rounds": int(found[1]["trained"]), "cost": int(found[1]["cost"]),
+            "best_fitness": max(fitness) if fitness else None, "individuals_lost": lost}
+
+
 def is_learner(proc: procs.Proc) -> bool:
     """evolve.py's learner process: a Ray worker (this scenario's cluster) or a child process ``lam:Learner``."""
     return proc.cmdline.startswith("ray::PopulationLearner") or proc.comm.startswith("lam:Learner")
@@ -310,18 +327,7 @@ class Evolve(Scenario):
         return super().stop()
 
     def result(self) -> dict[str, Any]:
-        from lamarckian.record import Checkpoints
-
-        self.checks["every population checkpoint loads"] = checkpoints_load(self.run / "population")
-        found = Checkpoints(self.run / "population").load_newest()
-        if found is None:
-            return {}
-        slots = found[1]["algorithm"]["slots"]
-        lost = individuals_lost(found[1]["algorithm"], self.run / "lineage.jsonl", self.population)
-        self.checks["no individual lost from the lineage"] = lost == 0
-        fitness = [m["fitness"] for m in slots if m.get("fitness") is not None and m["fitness"] == m["fitness"]]
-        return {"rounds": int(found[1]["trained"]), "cost": int(found[1]["cost"]),
-                "best_fitness": max(fitness) if fitness else None, "individuals_lost": lost}
+        return population_result(self.run, self.population, self.checks)
 
     def close(self) -> None:
         super().close()

@@ -134,12 +134,18 @@ class Hosts:
         ip("link", "set", host.link, "up")
 
     def limit(self, host: Host, mbit: float) -> None:
-        """Traffic towards ``host`` at most ``mbit`` Mbit/s (a token bucket on its link)."""
+        """Traffic towards ``host`` at most ``mbit`` Mbit/s (a token bucket on its link, its bucket 10 ms of the
+        rate: a kernel timer tick's worth, so that the rate holds up to 1 Gbit/s and more)."""
+        burst = max(4096, int(mbit * 1e6 / 8 / 100))        # bytes
         ip_tc = ["tc", "qdisc", "replace", "dev", host.link, "root", "tbf", "rate", f"{mbit:g}mbit",
-                 "burst", "32kbit", "latency", "400ms"]
+                 "burst", str(burst), "latency", "400ms"]
         completed = subprocess.run(ip_tc, capture_output=True, text=True, timeout=30)
         if completed.returncode != 0:
             raise RuntimeError(f"{' '.join(ip_tc)}: {completed.stderr.strip()}")
+
+    def unlimit(self, host: Host) -> None:
+        """Traffic towards ``host`` at the link's own rate again."""
+        subprocess.run(["tc", "qdisc", "del", "dev", host.link, "root"], capture_output=True, timeout=30)
 
     # ---- the end --------------------------------------------------------------------------------------------
     def pids(self, host: Host) -> list[int]:

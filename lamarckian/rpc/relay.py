@@ -3,9 +3,11 @@
 Caller side, :class:`Relays` decides which targets go through a relay (``rpc.relay``), starts one relay
 process per remote node on demand (a Ray actor pinned to the node) and unwraps its answers. The relay
 (:class:`RelayServer`) verifies the caller's RELAY message, forwards the inner frames (framed for the links inside
-the node) to each target over its own authenticated connections without copying them, and returns the targets'
-replies in one RELAY_REPLY. A target that dies is reported as a reply of size -1, so the caller raises
-ActorDiedError naming it.
+the node) to each target over its own authenticated connections, and returns the targets' replies in one
+RELAY_REPLY. Its links to the targets are node-local channels (:mod:`.local`) where the targets serve them: a
+large frame is then copied once into shared memory and the same block goes to every target of the node, instead
+of once per target through the host's TCP stack. A target that dies is reported as a reply of size -1, so the
+caller raises ActorDiedError naming it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import zmq
 
-from . import sockets
+from . import local, sockets
 from .auth import handshake_nonce
 from .connection import Connection
 from .errors import ActorDiedError, ProtocolError, RPCError
@@ -45,9 +47,10 @@ class RelayServer(ServingThread):
 
     def __init__(self, *, secret: bytes, settings: RpcSettings) -> None:
         self._targets: dict[str, Connection] = {}
-        self._by_socket: dict[zmq.Socket, Connection] = {}
+        self._by_socket: dict[Any, Connection] = {}      # a ZeroMQ socket, or a channel's file descriptor
         self._pending: dict[Connection, collections.deque[tuple[_Job, int]]] = {}
         self._poller = zmq.Poller()
+        self._pool = local.Pool()          # blocks of the frames forwarded to several targets over channels
         super().__init__(name=f"Relay(pid={os.getpid()})", secret=secret, settings=settings)
 
     def endpoint(self) -> dict[str, Any]:
@@ -83,66 +86,109 @@ class RelayServer(ServingThread):
         if not (isinstance(value, dict) and isinstance(value.get("targets"), list)
                 and isinstance(value.get("frames"), int) and 1 <= value["frames"] <= len(message.frames)):
             raise ProtocolError("malformed", "a relay request is {targets, frames}")
-        inner = message.frames[-value["frames"]:]
+        inner = list(message.frames[-value["frames"]:])
         job = _Job(identity, message.request_id, [None] * len(value["targets"]), len(value["targets"]))
+        shared: list[Any] | None = None        # the inner frames in shared blocks, put once for every channel
         for slot, target in enumerate(value["targets"]):
             connection = self._connect(target)
+            if connection.alive and connection.channel is None:
+                sockets.send_frames(connection.socket, inner)
+            elif connection.alive and connection.channel is not None:
+                shared = self._pool.share_large(inner) if shared is None else shared
+                try:
+                    connection.channel.send(shared)
+                except local.ChannelClosed as closed:
+                    connection.died(f"disconnected ({closed})")
             if connection.alive:
-                sockets.send_frames(connection.socket, list(inner))
                 self._pending[connection].append((job, slot))
             else:
                 self._complete(job, slot, DEAD)
         self.stats["relayed"] += 1
 
     def _connect(self, target: Any) -> Connection:
-        if not (isinstance(target, list) and len(target) == 2 and isinstance(target[0], str)):
-            raise ProtocolError("malformed", "a relay target is [address, curve key]")
-        address, curve_key = target
+        if not (isinstance(target, list) and len(target) in (2, 4) and isinstance(target[0], str)):
+            raise ProtocolError("malformed", "a relay target is [address, curve key(, local name, machine)]")
+        address, curve_key = target[0], target[1]
         connection = self._targets.get(address)
         if connection is None:
             endpoint = {"address": address, "name": address, "node": None, "curve_public_key": curve_key,
                         "auth": "handshake"}
             connection = Connection(self._context, endpoint, self.settings, sealed=self.settings.mac == "always")
+            connection.channel = self._open_channel(target[2:])
+            self.stats["local_targets" if connection.channel is not None else "tcp_targets"] += 1
             self._handshake_target(connection)
             self._targets[address] = connection
             self._pending[connection] = collections.deque()
-            self._by_socket[connection.socket] = connection
+            key = connection.socket if connection.channel is None else connection.channel.fileno()
+            self._by_socket[key] = connection
             self._by_socket[connection.monitor] = connection
-            self._poller.register(connection.socket, zmq.POLLIN)
+            self._poller.register(key, zmq.POLLIN)
             self._poller.register(connection.monitor, zmq.POLLIN)
         return connection
+
+    def _open_channel(self, local_target: list[Any]) -> local.Channel | None:
+        """A node-local channel to a target that serves one (``[local name, machine]``, on this machine), else None
+        (ZeroMQ over TCP carries the link)."""
+        if (len(local_target) != 2 or not isinstance(local_target[0], str) or self.settings.local == "off"
+                or local_target[1] != local.machine_id()):
+            return None
+        try:
+            return local.connect(local_target[0], self.settings.max_message_bytes)
+        except OSError:
+            return None
 
     def _handshake_target(self, connection: Connection) -> None:
         """Authenticate a new connection to a target on this node, blocking (once per target); a target that
         does not answer within ``rpc.timeout`` or fails the handshake is dead."""
         nonce = handshake_nonce()
         try:
-            sockets.send_frames(connection.socket, self._wire.pack(Kind.HELLO, 0, nonce, sealed=False))
-            proof = connection.answer_challenge(self.secret, nonce, self._next_reply(connection))
-            sockets.send_frames(connection.socket, self._wire.pack(Kind.PROOF, 0, proof, sealed=False))
-            if self._next_reply(connection).kind != Kind.PONG:
+            challenge = self._exchange(connection, self._wire.pack(Kind.HELLO, 0, nonce, sealed=False))
+            proof = connection.answer_challenge(self.secret, nonce, challenge)
+            if self._exchange(connection, self._wire.pack(Kind.PROOF, 0, proof, sealed=False)).kind != Kind.PONG:
                 raise RPCError("no PONG")
-        except (RPCError, ProtocolError) as error:
+        except (RPCError, ProtocolError, local.ChannelClosed) as error:
             connection.alive = False
             connection.death = f"failed the relay's handshake: {error}"
 
-    def _next_reply(self, connection: Connection) -> Message:
-        if not connection.socket.poll(int(self.settings.timeout * 1000)):
-            raise RPCError(f"no answer within rpc.timeout={self.settings.timeout}s")
-        return self._wire.unpack(sockets.recv_frames(connection.socket), connection.trust)
-
-    def _target_readable(self, sock: zmq.Socket) -> None:
-        connection = self._by_socket[sock]
-        if sock is connection.monitor:
-            connection.read_monitor()
-            if not connection.alive:
-                pending = self._pending[connection]
-                while pending:
-                    self._complete(*pending.popleft(), DEAD)
+    def _exchange(self, connection: Connection, frames: list[Any]) -> Message:
+        """Send ``frames`` to a target and wait ``rpc.timeout`` for its answer (on its channel, if it has one)."""
+        timeout = self.settings.timeout
+        if connection.channel is not None:
+            connection.channel.send(frames)
+            reply = connection.channel.recv(timeout)
         else:
-            for frames in sockets.readable_frames(sock):
-                if self._pending[connection]:
-                    self._complete(*self._pending[connection].popleft(), frames)
+            sockets.send_frames(connection.socket, frames)
+            reply = sockets.recv_frames(connection.socket) if connection.socket.poll(int(timeout * 1000)) else None
+        if reply is None:
+            raise RPCError(f"no answer within rpc.timeout={timeout}s")
+        return self._wire.unpack(reply, connection.trust)
+
+    def _target_readable(self, key: Any) -> None:
+        connection = self._by_socket[key]
+        if key is connection.monitor:
+            connection.read_monitor()
+        elif connection.channel is not None:
+            try:
+                replies = connection.channel.drain()
+            except local.ChannelClosed as closed:
+                connection.died(f"disconnected ({closed})")
+                self._poller.unregister(key)
+                del self._by_socket[key]
+                replies = []
+            for frames in replies:
+                self._reply(connection, frames)
+        else:
+            for frames in sockets.readable_frames(key):
+                self._reply(connection, frames)
+        if not connection.alive:
+            pending = self._pending[connection]
+            while pending:
+                self._complete(*pending.popleft(), DEAD)
+
+    def _reply(self, connection: Connection, frames: Any) -> None:
+        """A target's answer: the reply to its oldest forwarded call (a server answers in arrival order)."""
+        if self._pending[connection]:
+            self._complete(*self._pending[connection].popleft(), frames)
 
     def _complete(self, job: _Job, slot: int, reply: Any) -> None:
         job.replies[slot] = reply
@@ -155,6 +201,7 @@ class RelayServer(ServingThread):
     def _close_thread_sockets(self) -> None:
         for connection in self._targets.values():
             connection.close()
+        self._pool.close()
 
 
 class RelayActor:
@@ -215,7 +262,9 @@ class Relays:
 
     def forward(self, relay: Connection, targets: list[Connection], request_id: int, frames: list[Any]) -> None:
         """Send ``frames`` (one signed message) to ``targets`` through ``relay``."""
-        description = [[t.endpoint["address"], t.endpoint.get("curve_public_key")] for t in targets]
+        description = [[t.endpoint["address"], t.endpoint.get("curve_public_key"),
+                        *([t.endpoint["local"], t.endpoint.get("machine")] if t.endpoint.get("local") else [])]
+                       for t in targets]
         outer = self.link.wire.pack(Kind.RELAY, request_id, {"targets": description, "frames": len(frames)},
                                     extra=frames, sealed=relay.trust == Trust.SEALED)
         self.link.send(relay, outer)

@@ -95,16 +95,17 @@ def wait_for_line(log: Path, text: str, timeout: float) -> None:
 
 @pytest.mark.slow
 def test_a_short_cut_is_ridden_out_and_a_partition_replaces_the_parted_actor(tmp_path):
-    """rpc.timeout 5 s: host 2 cut off for 3 s (its actor lives on: nobody is declared dead), later for 15 s (3×
-    the timeout: its actor is declared dead and replaced on a host Ray can reach). The run goes on to its end, and
-    the parted actor that comes back when the link is mended changes nothing (one replacement in all)."""
+    """At the default rpc.timeout (5 s): host 2 cut off for 3 s (its actor lives on: nobody is declared dead), later
+    for 15 s (3× the timeout: its actor is declared dead and replaced on a host Ray can reach). The run goes on to
+    its end, and the parted actor that comes back when the link is mended changes nothing (one replacement in
+    all)."""
     log = tmp_path / "train.log"
     with Hosts(3) as hosts, RayNodes(hosts, tmp_path / "nodes", cpus=2) as nodes:
         nodes.start()
         train = hosts.popen(hosts[0], [
             sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml", "mdp/gym/cartpole.yml", "-m",
             f"root={tmp_path / 'run'}", f"ray.address={nodes.address}", "ray.launch=ray", "sample.actors=3",
-            "sample.num_cpus=1", "rpc.timeout=5", "evaluator.beside=false", "evaluator.interval=1000000",
+            "sample.num_cpus=1", "evaluator.beside=false", "evaluator.interval=1000000",
             "evaluator.terminate=self.time >= 40"], log=log, cwd=tmp_path, env=nodes.environment())
         wait_for_line(log, "actors on 3 hosts", 90)
         time.sleep(3)

@@ -3,10 +3,12 @@ and a broadcast that crosses to each remote node once through its relay."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
-from lamarckian.rpc import All, Any, Gather, RpcSettings
+from lamarckian.rpc import ActorDiedError, All, Any, Gather, RpcSettings
 from lamarckian.rpc.wire import Trust
 
 from .peers import Echo
@@ -52,8 +54,9 @@ def test_all_any_gather_across_three_nodes_with_relays(cluster):
     assert everyone.link._relays.relayed == 2  # one relay per remote node, each got one copy
     assert 3 * blob.nbytes <= sent < 3.1 * blob.nbytes  # head actor + 2 relays, not 5 copies
     assert everyone("add", 1, 0) == [1, 2, 3, 4, 5]
-    relay_stats = [ray.get(handle.stats.remote()) for handle, _ in everyone.link._relays._by_node.values()]
-    assert [stats["relayed"] for stats in relay_stats] == [2, 2]
+    stats = relay_stats(ray, everyone)
+    assert [each["relayed"] for each in stats] == [2, 2]
+    assert [each["local_targets"] for each in stats] == [2, 2]     # the fan-out is node-local, not TCP
 
     with Any(actors) as someone:
         assert sorted(someone.map([("add", 0, 0)] * 10)) == sorted(someone.map([("add", 0, 0)] * 10))
@@ -75,3 +78,33 @@ def test_curve_links_between_nodes_trust_the_encrypted_connection(cluster):
         assert everyone.link._relays.relayed == 2
         with Gather(everyone) as gather, gather.gathering("count"):
             assert {gather()[0] for _ in range(40)} == {0, 1, 2, 3}
+
+
+def relay_stats(ray, everyone: All) -> list[dict]:
+    return [ray.get(handle.stats.remote()) for handle, _ in everyone.link._relays._by_node.values()]
+
+
+def test_with_node_local_channels_off_the_relay_fans_out_over_tcp(cluster):
+    ray, worker_nodes = cluster
+    actors = [place(ray, worker_nodes[0], tag) for tag in range(2)]
+    with All(actors, settings=RpcSettings.defaults(relay="always", local="off")) as everyone:
+        blob = np.arange(1 << 18, dtype=np.float32)
+        assert everyone("checksum", blob) == pytest.approx([float(blob.sum(dtype=np.float64))] * 2)
+        assert [stats["tcp_targets"] for stats in relay_stats(ray, everyone)] == [2]
+
+
+def test_a_target_killed_behind_a_relay_is_named_dead(cluster):
+    ray, worker_nodes = cluster
+    actors = [place(ray, worker_nodes[1], tag) for tag in range(2)]
+    with All(actors, settings=RpcSettings.defaults(relay="always")) as everyone:
+        blob = np.arange(1 << 18, dtype=np.float32)          # large enough to travel in shared memory
+        assert len(everyone("checksum", blob)) == 2
+        ray.kill(actors[1])
+        deadline, died = time.monotonic() + 60, None
+        while died is None and time.monotonic() < deadline:
+            try:
+                everyone("checksum", blob)
+            except ActorDiedError as error:
+                died = error
+        assert died is not None
+        assert died.index == 1
