@@ -113,7 +113,8 @@ class Hosts:
         environment = {**os.environ, **(env or {})}
         output: Any = open(log, "ab") if log is not None else subprocess.DEVNULL   # noqa: SIM115 - the child owns it
         process = subprocess.Popen(["ip", "netns", "exec", host.namespace, *argv], stdout=output,
-                                   stderr=subprocess.STDOUT, cwd=cwd, env=environment, start_new_session=True)
+                                   stderr=subprocess.STDOUT, cwd=cwd, env=environment, start_new_session=True,
+                                   preexec_fn=_default_interrupt)
         if log is not None:
             output.close()
         self.processes.append(process)
@@ -198,6 +199,12 @@ class Hosts:
             time.sleep(0.2)
         namespaces = [line.split()[0] for line in ip("netns", "list").stdout.splitlines() if line.strip()]
         return [name for name in namespaces + link_names() if name.startswith(self.tag)]
+
+
+def _default_interrupt() -> None:
+    """In a host's new process: Ctrl-C (SIGINT) does what it does in a terminal, even where this harness runs in
+    the background (a shell's background job starts with SIGINT ignored, and its children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def link_names() -> list[str]:

@@ -9,6 +9,7 @@ import socket
 import pytest
 
 from lamarckian.ec import Evolution
+from lamarckian.ec.learners import fitting
 from lamarckian.ec.settings import learners_use_ray
 from lamarckian.rpc.processes import ProcessActor
 
@@ -53,3 +54,14 @@ def test_a_killed_learner_process_is_replaced_and_the_evolution_goes_on(tmp_path
 def test_learners_need_ray_only_for_what_only_ray_gives(tmp_path, edits, expected):
     config = Evolution(cartpole(tmp_path, *edits), None).config
     assert learners_use_ray(config, vectorized=False) is expected
+
+
+@pytest.mark.parametrize("resources, need, expected", [
+    ({"CPU": 5.0}, {"CPU": 1.5, "GPU": 0.0}, 3),             # issue 53's cluster: 3 learners with their actors
+    ({"CPU": 3.0}, {"CPU": 1.5, "GPU": 0.0}, 2),             # a worker host of 2 CPUs lost
+    ({"CPU": 8.0, "GPU": 1.0}, {"CPU": 1.0, "GPU": 0.5}, 2),  # the GPUs bound it
+    ({"CPU": 8.0}, {"CPU": 1.0, "GPU": 0.5}, 0),             # no GPU in the cluster: none fits
+    ({"CPU": 3.0}, {"CPU": 0.1 * 3}, 10),                     # fractions that add up exactly
+])
+def test_learners_that_fit_a_cluster(resources, need, expected):
+    assert fitting(resources, need) == expected

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import os
 import signal
+import time
 
 import gymnasium
 import numpy as np
@@ -205,7 +206,9 @@ def test_a_killed_actor_is_replaced_and_the_buffer_kept(ray_local, tmp_path):
             pid = ray_local.get(victim.__ray_call__.remote(lambda actor: os.getpid()))
             stored = len(learner.replay)
             os.kill(pid, signal.SIGKILL)
-            while learner.fleet.replaced == 0 or learner.iteration < 20:
+            deadline = time.monotonic() + 120
+            while (learner.fleet.replaced == 0 or learner.iteration < 20 or len(learner.fleet.actors) < 2) \
+                    and time.monotonic() < deadline:        # the replacement joins once Ray has started it
                 learner.step()
                 assert len(learner.replay) >= stored
             assert victim not in learner.fleet.actors

@@ -46,6 +46,14 @@ def test_nothing_is_said_before_the_limit():
     assert said == []
 
 
+def test_a_fleet_whose_actors_all_wait_for_ray_says_so_and_is_no_stall():
+    watch, clock, said = watch_of()
+    clock.now = 200.0                           # past the limit, not one env step: NoProgress without the waiting
+    watch.check(0, [], placing=2)
+    assert len(said) == 1
+    assert "2 replacements wait for Ray to place them" in said[0]
+
+
 def test_lost_episodes_with_steps_between_them_are_progress():
     watch, clock, _ = watch_of()
     watch.report(0, progress_report(50, lost=10))
