@@ -100,8 +100,11 @@ class A3CLearner(Learner):
         norms: list[float] = []
         results: list[EpisodeResult] = []
         lags: list[int] = []
+        self.fleet.poll()                  # replacements that Ray has started join now
         for _ in range(self.segments_per_poll):
-            message = self._receive(None if not applied else 0.001)
+            lost_all = not self.fleet.actors and self.fleet.remote is None     # every actor waits for Ray
+            waiting = 1.0 if lost_all else None          # then look for a replacement every second
+            message = self._receive(0.001 if applied else waiting)
             if message is None:
                 if applied:
                     break

@@ -233,6 +233,7 @@ class Learner(Trainer):
         limit, gather, watch = self.max_staleness, self.fleet.gather, self.fleet.watch
         own = self.remote is None                     # actors of its own (they report while a segment takes long)
         if own:
+            self.fleet.poll()                         # replacements that Ray has started join now
             gather.holding = self.synchronous
         watch.begin(self.batch_steps, self.sample.stall)
         while steps < self.batch_steps or (own and self.synchronous and gather.in_flight() > 0):

@@ -73,6 +73,8 @@ class OffPolicyLearner(Learner):
         finished episodes. A wait longer than ``sample.stall`` says on the console what it waits for."""
         steps, results = 0, []
         gather, watch, own = self.fleet.gather, self.fleet.watch, self.remote is None
+        if own:
+            self.fleet.poll()           # replacements that Ray has started join now
         watch.begin(self._steps_to_an_update(0), self.sample.stall)
         taken = 0
         while True:
