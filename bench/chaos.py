@@ -3,7 +3,9 @@ what it lost is printed and written (docs/reliability.md).
 
     python bench/chaos.py --scenarios train --minutes 30 --baseline     # a soak: Pong self-play, 30 min, beside
                                                                          # the same run without faults
-    python bench/chaos.py --minutes 5                                    # every scenario, 5 minutes in all (CI)
+    python bench/chaos.py --minutes 5                                    # every scenario on one host, 5 minutes in
+                                                                         # all (CI)
+    python bench/chaos.py --scenarios hosts --minutes 5                  # 3 hosts of their own (root)
 
 Scenarios (intervals are the soak's; shorter runs scale them down with the minutes, no faster than the first):
   train   train.py Pong self-play: an actor SIGKILLed every 20 s, one hung (SIGSTOP past rpc.timeout) every 5 min,
@@ -54,7 +56,8 @@ from chaoslib.schedule import Log, Watch  # noqa: E402
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=list(SCENARIOS))
+    parser.add_argument("--scenarios", nargs="+", default=list(ON_ONE_HOST), choices=list(SCENARIOS),
+                        help="default: every scenario on one host (hosts, as root, only when named)")
     parser.add_argument("--minutes", type=float, default=5.0, help="in all, split evenly over the scenarios")
     parser.add_argument("--out", type=Path, help="where the runs and logs go (default: a new folder in /tmp)")
     parser.add_argument("--baseline", action="store_true",
