@@ -202,6 +202,36 @@ def test_actors_on_two_hosts_launch_their_own_game_servers(tmp_path):
     assert namespaces <= seen, (seen, text[-3000:])
 
 
+@pytest.mark.slow
+def test_actors_on_two_hosts_play_a_game_server_on_a_third(tmp_path):
+    """mdp.game.address on another host: the game server listens at host 2's own address (where it is told to
+    bind); the actors, on hosts 0 and 1, reach it across the bridge and the run trains through it."""
+    from lamarckian.games import protocol
+
+    log, secret, address_file = tmp_path / "train.log", tmp_path / "game.secret", tmp_path / "game.address"
+    protocol.write_secret(secret)
+    with Hosts(3) as hosts, RayNodes(hosts, tmp_path / "nodes", cpus=1) as nodes:
+        nodes.start(count=2)                                   # Ray on hosts 0 and 1; host 2 runs the game only
+        game_host = hosts[2].address
+        hosts.popen(hosts[2], [sys.executable, "-m", "lamarckian.games", "serve", "--env", "CartPole-v1", "--secret",
+                               str(secret), "--bind", f"tcp://{game_host}:7100", "--address-file",
+                               str(address_file)], log=tmp_path / "game.log", cwd=REPOSITORY)
+        wait_until(lambda: address_file.exists() and address_file.read_text().strip() != "", 60, "the game server",
+                   tmp_path / "game.log")
+        address = address_file.read_text().strip()
+        train = hosts.popen(hosts[0], [
+            sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/game/cartpole.yml", "-m",
+            f"root={tmp_path / 'run'}", f"ray.address={nodes.address}", "ray.launch=ray", "sample.actors=2",
+            "sample.num_cpus=1", "evaluator.beside=false", f"mdp.game.address={address}",
+            f"mdp.game.secret={secret}", "evaluator.terminate=self.cost > 100000"], log=log, cwd=REPOSITORY,
+            env=nodes.environment())
+        code = train.wait(timeout=170)
+    text = log.read_text(errors="replace")
+    assert address == f"tcp://{game_host}:7100", address
+    assert code == 0, text[-3000:]
+    assert "actors on 2 hosts" in text, text[-3000:]
+
+
 def ray_workers_in(hosts: Hosts, host: int) -> list[str]:
     """The Ray actors (their process titles, ``ray::PopulationLearner``...) living in host ``host``."""
     titles = []
