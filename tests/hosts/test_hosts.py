@@ -20,6 +20,8 @@ sys.path.insert(0, str(REPOSITORY / "bench"))
 from hostlib.netns import Hosts, why_unavailable  # noqa: E402
 from hostlib.ray_nodes import RayNodes  # noqa: E402
 
+CARTPOLE = ["mdp/gym.yml", "mdp/gym/cartpole.yml"]
+
 pytestmark = pytest.mark.skipif(why_unavailable() is not None, reason=str(why_unavailable()))
 
 #: a TCP echo inside a host: listens on its address, answers one line, prints "listening" first
@@ -66,6 +68,15 @@ def test_nothing_is_left_after_the_hosts_close():
     assert tag not in namespaces + links
 
 
+def drive(hosts: Hosts, nodes: RayNodes, program: str, configs: list[str], changes: list[str], root: Path,
+          log: Path, cwd: Path = REPOSITORY) -> subprocess.Popen:
+    """``program`` (train.py, evolve.py) started on the head's host against the cluster (``ray.launch=ray``) with
+    ``-c configs`` and ``-m changes``, its run directory ``root``, its console in ``log``."""
+    return hosts.popen(hosts[0], [sys.executable, str(REPOSITORY / program), "-c", *configs, "-m", f"root={root}",
+                                  f"ray.address={nodes.address}", "ray.launch=ray", *changes],
+                       log=log, cwd=cwd, env=nodes.environment())
+
+
 @pytest.mark.slow
 def test_train_py_learns_cartpole_on_three_hosts_and_goes_on_when_one_is_lost(tmp_path):
     """ray.launch=ray from the head's host: one actor per host (each node offers 1 CPU), the learner's servers and
@@ -75,12 +86,10 @@ def test_train_py_learns_cartpole_on_three_hosts_and_goes_on_when_one_is_lost(tm
     log = tmp_path / "train.log"
     with Hosts(3) as hosts, RayNodes(hosts, tmp_path / "nodes", cpus=1) as nodes:
         nodes.start()
-        train = hosts.popen(hosts[0], [
-            sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml", "mdp/gym/cartpole.yml", "-m",
-            f"root={tmp_path / 'run'}", f"ray.address={nodes.address}", "ray.launch=ray", "sample.actors=3",
-            "sample.num_cpus=1", "evaluator.beside=false", "evaluator.interval=3",
-            "evaluator.terminate=self.fitness >= 475 and self.time >= 20 or self.cost > 600000"], log=log,
-            cwd=tmp_path, env=nodes.environment())
+        train = drive(hosts, nodes, "train.py", CARTPOLE, [
+            "sample.actors=3", "sample.num_cpus=1", "evaluator.beside=false", "evaluator.interval=3",
+            "evaluator.terminate=self.fitness >= 475 and self.time >= 20 or self.cost > 600000"], tmp_path / "run",
+            log, tmp_path)
         wait_for_line(log, "actors on 3 hosts", 90)
         hosts.kill(hosts[2])
         code = train.wait(timeout=170)
@@ -110,11 +119,9 @@ def test_a_short_cut_is_ridden_out_and_a_partition_replaces_the_parted_actor(tmp
     log = tmp_path / "train.log"
     with Hosts(3) as hosts, RayNodes(hosts, tmp_path / "nodes", cpus=2) as nodes:
         nodes.start()
-        train = hosts.popen(hosts[0], [
-            sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml", "mdp/gym/cartpole.yml", "-m",
-            f"root={tmp_path / 'run'}", f"ray.address={nodes.address}", "ray.launch=ray", "sample.actors=3",
-            "sample.num_cpus=1", "evaluator.beside=false", "evaluator.interval=1000000",
-            "evaluator.terminate=self.time >= 40"], log=log, cwd=tmp_path, env=nodes.environment())
+        train = drive(hosts, nodes, "train.py", CARTPOLE, [
+            "sample.actors=3", "sample.num_cpus=1", "evaluator.beside=false", "evaluator.interval=1000000",
+            "evaluator.terminate=self.time >= 40"], tmp_path / "run", log, tmp_path)
         wait_for_line(log, "actors on 3 hosts", 90)
         time.sleep(3)
         hosts.cut(hosts[2])
@@ -142,12 +149,9 @@ def test_a_host_that_joins_after_the_run_started_gets_an_actor_that_works(tmp_pa
     log = tmp_path / "train.log"
     with Hosts(2) as hosts, RayNodes(hosts, tmp_path / "nodes", cpus=1) as nodes:
         nodes.start(count=1)
-        train = hosts.popen(hosts[0], [
-            sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml", "mdp/gym/cartpole.yml", "-m",
-            f"root={tmp_path / 'run'}", f"ray.address={nodes.address}", "ray.launch=ray", "sample.actors=2",
-            "sample.num_cpus=1", "evaluator.beside=false", "evaluator.interval=3",
-            "evaluator.terminate=self.fitness >= 475 or self.cost > 600000"], log=log, cwd=tmp_path,
-            env=nodes.environment())
+        train = drive(hosts, nodes, "train.py", CARTPOLE, [
+            "sample.actors=2", "sample.num_cpus=1", "evaluator.beside=false", "evaluator.interval=3",
+            "evaluator.terminate=self.fitness >= 475 or self.cost > 600000"], tmp_path / "run", log, tmp_path)
         time.sleep(8)
         waited = "iter " not in log.read_text(errors="replace")       # no update before the second actor is up
         nodes.add(hosts[1])
@@ -184,12 +188,9 @@ def test_actors_on_two_hosts_launch_their_own_game_servers(tmp_path):
     seen: set[str] = set()
     with Hosts(2) as hosts, RayNodes(hosts, tmp_path / "nodes", cpus=1) as nodes:
         nodes.start()
-        train = hosts.popen(hosts[0], [
-            sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/game/cartpole.yml", "-m",
-            f"root={tmp_path / 'run'}", f"ray.address={nodes.address}", "ray.launch=ray", "sample.actors=2",
-            "sample.num_cpus=1", "evaluator.beside=false", f"mdp.game.launch={' '.join(server)}",
-            f"mdp.game.secret={secret}", "evaluator.terminate=self.cost > 100000"], log=log, cwd=REPOSITORY,
-            env=nodes.environment())
+        train = drive(hosts, nodes, "train.py", ["mdp/game/cartpole.yml"], [
+            "sample.actors=2", "sample.num_cpus=1", "evaluator.beside=false", f"mdp.game.launch={' '.join(server)}",
+            f"mdp.game.secret={secret}", "evaluator.terminate=self.cost > 100000"], tmp_path / "run", log)
         deadline = time.monotonic() + 170
         while train.poll() is None and time.monotonic() < deadline:
             seen |= game_namespaces(secret)
@@ -219,12 +220,9 @@ def test_actors_on_two_hosts_play_a_game_server_on_a_third(tmp_path):
         wait_until(lambda: address_file.exists() and address_file.read_text().strip() != "", 60, "the game server",
                    tmp_path / "game.log")
         address = address_file.read_text().strip()
-        train = hosts.popen(hosts[0], [
-            sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/game/cartpole.yml", "-m",
-            f"root={tmp_path / 'run'}", f"ray.address={nodes.address}", "ray.launch=ray", "sample.actors=2",
-            "sample.num_cpus=1", "evaluator.beside=false", f"mdp.game.address={address}",
-            f"mdp.game.secret={secret}", "evaluator.terminate=self.cost > 100000"], log=log, cwd=REPOSITORY,
-            env=nodes.environment())
+        train = drive(hosts, nodes, "train.py", ["mdp/game/cartpole.yml"], [
+            "sample.actors=2", "sample.num_cpus=1", "evaluator.beside=false", f"mdp.game.address={address}",
+            f"mdp.game.secret={secret}", "evaluator.terminate=self.cost > 100000"], tmp_path / "run", log)
         code = train.wait(timeout=170)
     text = log.read_text(errors="replace")
     assert address == f"tcp://{game_host}:7100", address
@@ -268,11 +266,9 @@ def test_evolve_py_loses_a_host_goes_on_keeps_every_member_and_uses_the_host_aga
     with Hosts(3) as hosts, RayNodes(hosts, tmp_path / "nodes", cpus=[1, 2, 2]) as nodes:
         nodes.start()
         lost_host = hosts[2].address
-        evolve = hosts.popen(hosts[0], [
-            sys.executable, str(REPOSITORY / "evolve.py"), "-c", "mdp/gym.yml", "mdp/gym/cartpole.yml",
-            "ec/ea/pbt.yml", "ec/wrap/mdp.yml", "-m", f"root={tmp_path / 'run'}", f"ray.address={nodes.address}",
-            "ray.launch=ray", "ec.population=4", "sample.actors=1", "train.lr=[0.0001,0.003]",
-            "ec.stop=self.time >= 600"], log=log, cwd=tmp_path, env=nodes.environment())
+        evolve = drive(hosts, nodes, "evolve.py", [*CARTPOLE, "ec/ea/pbt.yml", "ec/wrap/mdp.yml"], [
+            "ec.population=4", "sample.actors=1", "train.lr=[0.0001,0.003]", "ec.stop=self.time >= 600"],
+            tmp_path / "run", log, tmp_path)
         wait_until(lambda: len(lineage_rows(lineage)) >= 4, 150, "4 rounds", log)
         before = lineage_rows(lineage)
         hosts.kill(hosts[2])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import time
 from typing import Any, Callable, Mapping, Protocol
 
 import torch
@@ -29,6 +30,7 @@ from .beside import BesideEvaluation
 
 log = logging.getLogger(__name__)
 
+POLL_SECONDS = 1.0             # between looks for a replacement while the fleet has no actor
 EVALUATION_ACTOR = 1_000_000     # the index (seed stream) of the evaluation actor, apart from the fleet's
 
 #: what a new actor of index ``i`` is built from: ``Actor(*arguments(i))``
@@ -193,12 +195,26 @@ class ActorFleet:
         self.actors.append(handle)
 
     def call_all(self, action: Callable[[], Any]) -> Any:
-        """Run ``action()`` (an All call or broadcast), replacing actors that die, until it succeeds."""
+        """Run ``action()`` (an All call or broadcast), replacing actors that die, until it succeeds; while every
+        actor is lost and their replacements wait for Ray, it waits for one first."""
         while True:
+            self._wait_for_an_actor()
             try:
                 return action()
             except rpc.ActorDiedError as error:
                 self.replace(error)
+
+    def _wait_for_an_actor(self) -> None:
+        """Until a replacement joins, when the fleet has no actor left (its host lost): said every ``sample.stall``
+        seconds."""
+        waited, told = time.monotonic(), time.monotonic()
+        while not self.actors and self.replacements and self.remote is None:
+            time.sleep(POLL_SECONDS)
+            self.poll()
+            if time.monotonic() - told >= self.sample.stall:
+                told = time.monotonic()
+                self.progress.print(f"no actor for {told - waited:.0f} s: {len(self.replacements)} replacement(s) "
+                                    "wait for Ray to place them (they start when the cluster has room)")
 
     def discard(self, actor: Any) -> None:
         """End an actor that died while starting (whatever is left of it)."""
