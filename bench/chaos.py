@@ -126,6 +126,8 @@ def summarize(scenario: str, folder: Path, baseline: Path | None) -> tuple[dict[
     rolled_back = rollback_in_intervals(result, rate)
     figures["steps_lost_in_checkpoint_intervals"] = round(rolled_back, 2) if rolled_back == rolled_back else None
     failed = [name for name, ok in result.get("checks", {}).items() if not ok]
+    failed += [f"{job} exit {code}: {result['last_lines'].get(job, '')}"
+               for job, code in result.get("exit_codes", {}).items() if code not in (0, 130)]
     failed += [f"{row['injected'] - row['survived']} of {row['injected']} '{kind}' faults not survived"
                for kind, row in figures["faults"].items() if row["survived"] + row["too_late"] < row["injected"]]
     if not rate > 0:

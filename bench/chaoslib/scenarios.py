@@ -160,12 +160,19 @@ class Scenario:
         return lost
 
     def stop(self) -> dict[str, Any]:
-        """Ctrl-C every job (drivers save and exit), then the measurements."""
-        codes = {name: job.interrupt() for name, job in reversed(self.jobs.items())}   # workers before servers
+        """Ctrl-C every running job (drivers save and exit), then the measurements. A job that is down, waiting
+        for the harness to start it again (a fault killed it moments before the end, or it stopped as a fault
+        meant it to), is not Ctrl-C'd: it is named in ``down_at_stop``, and its last exit is judged where the
+        fault is."""
+        down = sorted(self.to_restart)
+        codes = {name: job.interrupt() for name, job in reversed(self.jobs.items())     # workers before servers
+                 if name not in down}
         self.checks["every job ended on Ctrl-C (exit 0 or 130)"] = all(c in (0, 130) for c in codes.values())
         return {"result": self.result(), "steps_lost": self.steps_lost(), "restarts": self.restarts,
-                "checkpoint_interval": self.checkpoint_interval,
-                "unexpected_exits": self.unexpected_exits, "checks": self.checks, "exit_codes": codes}
+                "checkpoint_interval": self.checkpoint_interval, "unexpected_exits": self.unexpected_exits,
+                "checks": self.checks, "exit_codes": codes, "down_at_stop": down,
+                "last_lines": {name: last_line(self.jobs[name].log)[:300] for name in codes
+                               if codes[name] not in (0, 130)}}
 
     def close(self) -> None:
         for job in self.jobs.values():
@@ -307,23 +314,32 @@ class Evolve(Scenario):
             self.nodes.append(self.cluster.add_node(num_cpus=self.NODE_CPUS))
             self.away = None
             self.watch.event("node re-added", node=self.nodes[-1].node_id[:8])
-        driver = self.jobs["driver"]
-        if self.disk_full_at is not None and (not driver.running() or time.monotonic() - self.disk_full_at > 120):
-            line = last_line(driver.log)
-            stopped = not driver.running()
-            self.checks["a full disk stops the run with one clear line"] = stopped and DISK_FULL in line
-            self.checks["every population checkpoint loads after the full disk"] = checkpoints_load(
-                self.run / "population")
-            self.watch.event("disk freed", stopped=stopped, line=line[:300], **self.disk.free())
-            self.disk_full_at = None
-            if stopped:
-                self.to_restart["driver"] = time.monotonic()
+        if self.disk_full_at is not None and (not self.jobs["driver"].running()
+                                              or time.monotonic() - self.disk_full_at > 120):
+            self.judge_full_disk()
         super().upkeep()
 
+    def judge_full_disk(self) -> None:
+        """The driver stopped on the full disk (or 2 minutes went by): the checks, the disk freed, the driver
+        to be started again."""
+        driver = self.jobs["driver"]
+        line = last_line(driver.log)
+        stopped = not driver.running()
+        self.checks["a full disk stops the run with one clear line"] = stopped and DISK_FULL in line
+        self.checks["every population checkpoint loads after the full disk"] = checkpoints_load(
+            self.run / "population")
+        self.watch.event("disk freed", stopped=stopped, line=line[:300], **self.disk.free())
+        self.disk_full_at = None
+        if stopped:
+            self.to_restart["driver"] = time.monotonic()
+
     def stop(self) -> dict[str, Any]:
-        if self.disk_full_at is not None:            # the run wrote nothing since the disk filled: no stop to check
-            self.watch.event("disk freed", stopped=False, line="", **self.disk.free())
-            self.disk_full_at = None
+        if self.disk_full_at is not None:
+            if self.jobs["driver"].running():        # the run wrote nothing since the disk filled: no stop to check
+                self.watch.event("disk freed", stopped=False, line="", **self.disk.free())
+                self.disk_full_at = None
+            else:                                    # it stopped on the full disk since the last look
+                self.judge_full_disk()
         return super().stop()
 
     def result(self) -> dict[str, Any]:

@@ -3,6 +3,7 @@ faults for 5 minutes in all (slow: CI keeps it), which must end with every check
 
 from __future__ import annotations
 
+import random
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ sys.path.insert(0, str(REPOSITORY / "bench"))
 
 import chaos  # noqa: E402
 from chaoslib.faults import StallProxy  # noqa: E402
+from chaoslib.scenarios import Scenario  # noqa: E402
 from chaoslib.schedule import Fault, Log, Watch  # noqa: E402
 
 
@@ -127,6 +129,49 @@ def test_a_waiting_fault_logs_how_long_it_waited(tmp_path):
     watch, _ = watched_job(tmp_path, [0.0] * 10 + [10.0])
     waited = [event["waited"] for event in Log(tmp_path / "events.jsonl").read() if event["kind"] == "poke"]
     assert waited[0] > 0.1
+
+WAITS_FOR_CTRL_C = ("import signal, sys, time; signal.signal(signal.SIGINT, lambda *_: sys.exit(130)); "
+                    "print('ready', flush=True); time.sleep(600)")
+
+
+class TwoJobs(Scenario):
+    """Two real processes that end with code 130 on Ctrl-C, as the programs do."""
+
+    name = "two"
+
+    def start(self) -> None:
+        for name in ("server", "worker"):
+            self.job(name, [sys.executable, "-c", WAITS_FOR_CTRL_C]).start()
+        for job in self.jobs.values():                  # Ctrl-C only once each has its handler
+            while "ready" not in job.log.read_text():
+                assert job.running(), job.log.read_text()
+                time.sleep(0.05)
+
+    def result(self) -> dict:
+        return {}
+
+
+def test_a_job_killed_moments_before_the_end_is_not_counted_as_failing_its_ctrl_c(tmp_path):
+    scenario = TwoJobs(tmp_path, "two-test", random.Random(0), 60.0)
+    scenario.start()
+    try:
+        scenario.kill_job("worker", restart_after=600.0)        # down, waiting for its restart, at the stop
+        result = scenario.stop()
+    finally:
+        scenario.close()
+    assert result["checks"]["every job ended on Ctrl-C (exit 0 or 130)"]
+
+
+def test_a_job_that_ended_by_itself_before_the_ctrl_c_fails_the_check(tmp_path):
+    scenario = TwoJobs(tmp_path, "two-test", random.Random(0), 60.0)
+    scenario.start()
+    try:
+        scenario.jobs["worker"].kill()                          # nobody's fault on the timetable
+        result = scenario.stop()
+    finally:
+        scenario.close()
+    assert not result["checks"]["every job ended on Ctrl-C (exit 0 or 130)"]
+
 
 @pytest.mark.slow
 def test_every_scenario_survives_five_minutes_of_faults(tmp_path):
