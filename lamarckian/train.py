@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .cli import configure_process, prepare_run, print_config, run_arguments, run_job, start_ray, usage_error
-from .config import load_with_sources, refuse_ignored
+from .config import ConfigError, load_with_sources, refuse_ignored
+from .config.loader import Sources
 from .config.sections import RaySettings, RemoteSettings, TrainSettings
 from .entry import guarded
+from .registry import VECTORIZED
 from .timeline import TIMELINE
 
 #: settings the vectorized learner does not read (it has no actors, seats or Ray), and why
@@ -20,6 +22,19 @@ IGNORED_ON_VEC = (("sample", "rl.swap", "rl.opponent.rule", "ray", "rl.policies"
                   "a vectorized task (mdp.create: vec) trains in this process without actors: its environments are "
                   "mdp.vec.num_envs, its rollouts mdp.vec.horizon steps long, agent 0 is the learner")
 IGNORED_ON_FLEET = (("mdp.vec",), "mdp.vec applies to a vectorized task only (mdp.create: vec)")
+
+
+VEC_ALGORITHM = "ppo"      # the one update rule of the on-device learner (rl/ondevice/learner.py)
+
+
+def refuse_vec_algorithm(config: Mapping[str, Any], sources: Sources) -> None:
+    """ConfigError naming ``rl.algorithm`` and its file where a vectorized task would silently train with another
+    algorithm than the one asked for."""
+    algorithm = config["rl"]["algorithm"]
+    if config["mdp"]["create"] == VECTORIZED and algorithm != VEC_ALGORITHM:
+        raise ConfigError(f"rl.algorithm={algorithm} (from {sources.by_key.get('rl.algorithm', 'lamarckian.yml')}): "
+                          f"a vectorized task (mdp.create: {VECTORIZED}) trains with {VEC_ALGORITHM} on the on-device "
+                          f"learner; use rl.algorithm={VEC_ALGORITHM}, or an environment of the actor fleet")
 
 
 def ignored_settings(config: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
@@ -118,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config: Mapping[str, Any] | None = None
     try:
         config, sources = load_with_sources(args.config, args.modify, local_mode=args.debug)
+        refuse_vec_algorithm(config, sources)
         refuse_ignored(config, sources, *ignored_settings(config))
         TIMELINE.mark("configuration read")
         if args.print_config:

@@ -14,6 +14,7 @@ import re
 import typing
 from typing import Any, ClassVar, Mapping, TypeVar
 
+from ..registry import ENVIRONMENTS, VECTORIZED
 from .errors import ConfigError
 from .loader import read_config
 
@@ -155,7 +156,7 @@ class MDPSettings(Section):
     are open mappings handed to their factories (:func:`lamarckian.mdp.create_mdp`), the documented exception."""
 
     KEY = "mdp"
-    OTHER_KEYS = ("realtime", "resize", "pong", "coins", "gym", "game", "service", "pettingzoo", "vec", "evaluation")
+    OTHER_KEYS = ("realtime", "resize", VECTORIZED, "evaluation", *ENVIRONMENTS.names())   # each kind: its own
 
     create: str
     kwargs: dict

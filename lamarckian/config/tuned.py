@@ -23,11 +23,11 @@ import difflib
 import logging
 from typing import Any, Callable
 
+from ..registry import ALGORITHMS
 from .errors import ConfigError
 
 LOG = logging.getLogger("lamarckian.config")
 TUNED = "tuned"
-BUILT_IN_ALGORITHMS = ("ppo", "impala", "a3c", "dqn", "sac")   # rl.algorithm's names (tests hold it to the registry)
 RECURRENT_CORES = ("lstm", "gru")                                # model.recurrent's values: tuned.<algorithm>_<core>
 _NOT_TUNABLE = (TUNED, "rl.algorithm")                           # what a preset may not set
 
@@ -51,12 +51,13 @@ def check_tuned(config: dict[str, Any], origin_of: Callable[[str], str],
         raise ConfigError(f"{TUNED} (from {origin_of(TUNED)}): expected a mapping of algorithm to settings")
     for algorithm, section in tuned.items():
         key = f"{TUNED}.{algorithm}"
-        names = [*BUILT_IN_ALGORITHMS, *(f"{a}_{core}" for a in BUILT_IN_ALGORITHMS for core in RECURRENT_CORES)]
+        built_in = ALGORITHMS.names()
+        names = [*built_in, *(f"{a}_{core}" for a in built_in for core in RECURRENT_CORES)]
         if algorithm not in names and ":" not in str(algorithm):
             close = difflib.get_close_matches(str(algorithm), names, n=1)
             hint = f"; did you mean {TUNED}.{close[0]}?" if close else ""
             raise ConfigError(f"{key} (from {origin_of(key)}): no algorithm {algorithm!r} (expected one of "
-                              f"{', '.join(BUILT_IN_ALGORITHMS)} or module:ClassName, with _lstm or _gru for a "
+                              f"{', '.join(built_in)} or module:ClassName, with _lstm or _gru for a "
                               f"recurrent network){hint}")
         if not isinstance(section, dict):
             raise ConfigError(f"{key} (from {origin_of(key)}): expected a mapping of settings, got "

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import collections
 import json
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 
+from ..config.sections import Section
 from .individual import Individual
 from .space import SearchSpace
 
 
-class Algorithm:
-    """Base of the algorithms.
+class EvolutionAlgorithm:
+    """Base of the evolution algorithms (``ec.algorithm``: :data:`~lamarckian.registry.EVOLUTION`, a built-in name or
+    your own ``module:ClassName``). A subclass with a settings section of its own names it in ``SETTINGS`` and takes
+    it as its last argument (PBT: ``ec.pbt``); one without (yours) takes ``ec.kwargs`` as keyword arguments.
 
     Args:
         space: the searched hyper-parameters.
@@ -28,6 +31,7 @@ class Algorithm:
     """
 
     name = "algorithm"
+    SETTINGS: ClassVar[type[Section] | None] = None
 
     def __init__(self, space: SearchSpace, size: int, objectives: list[str], seed: int) -> None:
         if size < 1:
@@ -73,7 +77,7 @@ class Algorithm:
         self.random.bit_generator.state = json.loads(state["random"])
 
 
-class SlotAlgorithm(Algorithm):
+class SlotEvolutionAlgorithm(EvolutionAlgorithm):
     """``size`` slots, each training its current individual round after round; a slot's individual may be
     replaced between rounds (PBT exploit, tournament re-seeding). Idle slots are handed out oldest first."""
 

@@ -17,30 +17,35 @@ from ..config import Expression
 from ..config.sections import EvaluatorSettings, RaySettings, RunSettings, SampleSettings
 from ..errors import NoProgress
 from ..record import Checkpoints, Progress, StatusFile, format_number
-from .base import Algorithm
+from ..registry import EVOLUTION
+from .base import EvolutionAlgorithm
 from .individual import Individual
 from .learners import LearnerProcesses
-from .nsga_ii import NSGA2, NSGA2Settings
-from .pbt import PBT, PBTSettings
+from .nsga_ii import NSGA2
 from .records import Boards, Lineage, plot_lineage, save_weights, write_front
 from .settings import EvolutionSettings, PopulationCheckpointSettings, learners_use_ray
 from .space import SearchSpace
-from .tournament import Tournament, TournamentSettings
 
 log = logging.getLogger(__name__)
 NO_PROGRESS = f"{NoProgress.__module__}.{NoProgress.__qualname__}"   # its name in a learner's RemoteError
 TICK = 1.0     # seconds without a finished round before the status line's clock is moved on
 
 
-def build_algorithm(config: Mapping[str, Any], space: SearchSpace) -> Algorithm:
-    """The algorithm named by ``ec.algorithm`` with its settings section."""
+def build_algorithm(config: Mapping[str, Any], space: SearchSpace) -> EvolutionAlgorithm:
+    """The algorithm named by ``ec.algorithm`` (:data:`~lamarckian.registry.EVOLUTION`) with its settings section,
+    or, for your own class without one, ``ec.kwargs``."""
     ec = EvolutionSettings.from_config(config)
+    cls = EVOLUTION.get_class(ec.algorithm, EvolutionAlgorithm)       # its constructor: see EvolutionAlgorithm
     arguments = (space, ec.population, list(ec.objectives), RunSettings.from_config(config).seed)
-    if ec.algorithm == "pbt":
-        return PBT(*arguments, PBTSettings.from_config(config))
-    if ec.algorithm == "nsga_ii":
-        return NSGA2(*arguments, NSGA2Settings.from_config(config))
-    return Tournament(*arguments, TournamentSettings.from_config(config))
+    if cls.SETTINGS is not None:
+        if ec.kwargs:
+            raise ValueError(f"ec.kwargs={ec.kwargs}: the arguments of your own ec.algorithm (module:ClassName); "
+                             f"{ec.algorithm}'s settings are its own section ({cls.SETTINGS.KEY})")
+        return cls(*arguments, cls.SETTINGS.from_config(config))
+    try:
+        return cls(*arguments, **ec.kwargs)
+    except TypeError as error:
+        raise ValueError(f"ec.kwargs={ec.kwargs}: {ec.algorithm} refuses them ({error})") from None
 
 
 class Evolution:

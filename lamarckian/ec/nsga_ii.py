@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..config.sections import Section
-from .base import Algorithm
+from .base import EvolutionAlgorithm
 from .deap_tools import crossover, mutate, non_dominated_fronts, ranks_and_crowding, select_survivors
 from .individual import Individual
 from .space import SearchSpace
@@ -31,8 +31,9 @@ class NSGA2Settings(Section):
     weight_noise: float
 
 
-class NSGA2(Algorithm):
+class NSGA2(EvolutionAlgorithm):
     name = "nsga_ii"
+    SETTINGS = NSGA2Settings
 
     def __init__(self, space: SearchSpace, size: int, objectives: list[str], seed: int,
                  settings: NSGA2Settings) -> None:

@@ -7,8 +7,7 @@ import dataclasses
 from typing import Any, Mapping
 
 from ..config.sections import CheckpointSettings, MDPSettings, RaySettings, Section, TrainSettings
-
-ALGORITHMS = ("pbt", "nsga_ii", "tournament")
+from ..registry import EVOLUTION, VECTORIZED
 
 
 @dataclasses.dataclass(frozen=True)
@@ -16,9 +15,10 @@ class EvolutionSettings(Section):
     """``ec``: see lamarckian.yml."""
 
     KEY = "ec"
-    OTHER_KEYS = ("train", "checkpoint", "pbt", "nsga_ii", "tournament", "league")
+    OTHER_KEYS = ("train", "checkpoint", "league", *EVOLUTION.names())    # each built-in algorithm: its section
 
     algorithm: str
+    kwargs: dict
     population: int
     learners: int | None
     learner_cpus: float
@@ -30,8 +30,9 @@ class EvolutionSettings(Section):
     vectorized: bool | None
 
     def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"ec.algorithm={self.algorithm!r}: expected one of {ALGORITHMS}")
+        if not EVOLUTION.knows(self.algorithm):
+            raise ValueError(f"ec.algorithm={self.algorithm!r}: expected one of {', '.join(EVOLUTION.names())} or "
+                             f"{EVOLUTION.form}")
         if not self.objectives:
             raise ValueError("ec.objectives must name at least one objective")
         if self.population < 1 or self.learner_cpus < 0 or self.learner_gpus < 0:
@@ -43,7 +44,7 @@ class EvolutionSettings(Section):
     def vectorized_for(self, config: Mapping[str, Any]) -> bool:
         """Whether the population trains as one vectorized learner: ``ec.vectorized`` (null: exactly when the task
         is vectorized, ``mdp.create: vec``); ValueError with one line for a combination that does not exist."""
-        task_is_vectorized = MDPSettings.from_config(config).create == "vec"
+        task_is_vectorized = MDPSettings.from_config(config).create == VECTORIZED
         if self.vectorized is None or self.vectorized == task_is_vectorized:
             return task_is_vectorized
         if self.vectorized:

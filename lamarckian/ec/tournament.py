@@ -8,7 +8,7 @@ import dataclasses
 from typing import Any, Mapping
 
 from ..config.sections import Section
-from .base import SlotAlgorithm
+from .base import SlotEvolutionAlgorithm
 from .individual import Individual
 from .operators import softmax_of_z_scores
 from .space import SearchSpace
@@ -25,10 +25,11 @@ class TournamentSettings(Section):
     stagger: bool
 
 
-class Tournament(SlotAlgorithm):
+class Tournament(SlotEvolutionAlgorithm):
     """The leaderboard holds up to ``leaderboard`` (default 2 × size) snapshots, best first."""
 
     name = "tournament"
+    SETTINGS = TournamentSettings
 
     def __init__(self, space: SearchSpace, size: int, objectives: list[str], seed: int,
                  settings: TournamentSettings) -> None:

@@ -190,8 +190,8 @@ class GameMDP(EpisodeCounts, MDP):
         EpisodeCounts.__init__(self, FAULTS)
 
     @classmethod
-    def from_config(cls, mdp_config: Mapping[str, Any], seed: int | None = None) -> "GameMDP":
-        return cls(GameSettings.from_mapping(mdp_config["game"]), seed)
+    def from_mdp(cls, mdp: Mapping[str, Any], seed: int | None = None) -> "GameMDP":
+        return cls(GameSettings.from_mapping(mdp["game"]), seed)
 
     def describe(self) -> list[PlayerSpec]:
         return self.specs

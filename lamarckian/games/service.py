@@ -268,8 +268,8 @@ class ServiceMDP(EpisodeCounts, MDP):
         EpisodeCounts.__init__(self, FAULTS)
 
     @classmethod
-    def from_config(cls, mdp_config: Mapping[str, Any], seed: int | None = None) -> "ServiceMDP":
-        return cls(ServiceSettings.from_mapping(mdp_config["service"]), seed)
+    def from_mdp(cls, mdp: Mapping[str, Any], seed: int | None = None) -> "ServiceMDP":
+        return cls(ServiceSettings.from_mapping(mdp["service"]), seed)
 
     def describe(self) -> list[PlayerSpec]:
         return [self.spec]

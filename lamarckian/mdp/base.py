@@ -16,7 +16,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import dataclasses
-from typing import Any, Coroutine, NamedTuple
+from typing import Any, Coroutine, Mapping, NamedTuple
 
 import gymnasium
 import numpy as np
@@ -92,7 +92,16 @@ class Episode(NamedTuple):
 
 
 class MDP(abc.ABC):
-    """An environment with ``len(mdp)`` players."""
+    """An environment with ``len(mdp)`` players. A subclass is an environment kind: ``mdp.create`` names it
+    (:data:`lamarckian.registry.ENVIRONMENTS`: a built-in name, or your own ``module:ClassName``), and
+    :meth:`from_mdp` builds it."""
+
+    @classmethod
+    def from_mdp(cls, mdp: Mapping[str, Any], seed: int | None = None) -> MDP:
+        """The environment the run's ``mdp`` section asks for: by default ``cls(**mdp.kwargs, seed=seed)``; a kind
+        with a sub-section of its own (``mdp.gym``, ``mdp.pong``...) reads it here."""
+        user_class: Any = cls                   # a subclass of yours, whose constructor takes these
+        return user_class(**dict(mdp.get("kwargs") or {}), seed=seed)
 
     @abc.abstractmethod
     def describe(self) -> list[PlayerSpec]:

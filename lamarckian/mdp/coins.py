@@ -9,7 +9,7 @@ the time left. Actions: 0 stay, 1 up, 2 down, 3 left, 4 right.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Mapping
 
 import gymnasium
 import numpy as np
@@ -52,6 +52,11 @@ class Coins(SimultaneousMDP):
         self.coins = np.zeros((s.coins, 2))
         self.scores = np.zeros(s.players)
         self.steps = 0
+
+    @classmethod
+    def from_mdp(cls, mdp: Mapping[str, Any], seed: int | None = None) -> Coins:
+        """``mdp.coins``'s game."""
+        return cls(CoinsSettings.from_mapping(mdp["coins"]), seed=seed)
 
     def describe(self) -> list[PlayerSpec]:
         return [self.spec] * self.settings.players

@@ -107,6 +107,14 @@ class GymMDP(MDP):
         self.spec = PlayerSpec(self.env.observation_space, self.env.action_space)
         self.seed = seed
 
+    @classmethod
+    def from_mdp(cls, mdp: Mapping[str, Any], seed: int | None = None) -> GymMDP:
+        """``mdp.gym``'s environment: ``id``, ``kwargs``, ``preprocess``, ``frame_stack``, ``observe``, ``atari``."""
+        gym = mdp["gym"]
+        return cls(gym["id"], gym.get("kwargs"), preprocess=gym.get("preprocess"),
+                   frame_stack=gym.get("frame_stack") or 1, observe=gym.get("observe"), atari=gym.get("atari"),
+                   seed=seed)
+
     def describe(self) -> list[PlayerSpec]:
         return [self.spec]
 

@@ -4,7 +4,7 @@ ones through :mod:`.turns`."""
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Mapping
 
 import gymnasium
 import numpy as np
@@ -64,6 +64,13 @@ class ParallelMDP(SimultaneousMDP):
         self.seed = seed
         self.observations: dict[str, Any] = {}
         self.totals = [0.0] * len(self.agents)
+
+    @classmethod
+    def from_mdp(cls, mdp: Mapping[str, Any], seed: int | None = None) -> SimultaneousMDP | TurnMDP:
+        """``mdp.pettingzoo``'s game (``module``, ``kwargs``, ``rule``): this class where the game has a
+        ``parallel_env``, else a turn-based :class:`~.turns.TurnMDP` (:func:`pettingzoo_mdp`)."""
+        settings = mdp["pettingzoo"]
+        return pettingzoo_mdp(settings["module"], settings.get("kwargs"), settings.get("rule", "random"), seed=seed)
 
     def describe(self) -> list[PlayerSpec]:
         return self.specs

@@ -8,7 +8,7 @@ either side. Units: positions in field widths, velocities in field widths per st
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Mapping
 
 import gymnasium
 import numpy as np
@@ -67,6 +67,11 @@ class Pong(SimultaneousMDP):
         self.velocity = np.zeros(2)
         self.points = [0, 0]
         self.steps = 0
+
+    @classmethod
+    def from_mdp(cls, mdp: Mapping[str, Any], seed: int | None = None) -> Pong:
+        """``mdp.pong``'s game."""
+        return cls(PongSettings.from_mapping(mdp["pong"]), seed=seed)
 
     def describe(self) -> list[PlayerSpec]:
         return [self.spec, self.spec]

@@ -15,8 +15,8 @@ from typing import Any, Callable, Mapping
 
 from ..config.sections import RLSettings
 from ..mdp import MDP
-from ..mdp.plugin import is_plugin, load_plugin
 from ..model import ModelSettings
+from ..registry import is_plugin, load_plugin
 
 PREFIX = "prefix"
 

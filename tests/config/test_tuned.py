@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 
 from lamarckian.config import ConfigError, load, load_with_sources
-from lamarckian.config.tuned import BUILT_IN_ALGORITHMS
-from lamarckian.rl.algorithms import BUILT_IN
 from lamarckian.train import main as train_main
 
 TASK = ("mdp:\n  create: gym\n  gym: {id: Pendulum-v1}\n"
@@ -71,10 +69,6 @@ def test_a_wrong_type_in_a_section_is_refused(files):
 def test_a_section_cannot_choose_the_algorithm(files):
     with pytest.raises(ConfigError, match="cannot set rl.algorithm"):
         load(files, ["tuned.sac.rl.algorithm=ppo"])
-
-
-def test_the_names_are_the_registrys():
-    assert set(BUILT_IN_ALGORITHMS) == set(BUILT_IN)
 
 
 def test_train_py_refuses_an_unknown_algorithm_in_one_line_with_exit_2(files, capsys):

@@ -3,6 +3,7 @@ package."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -12,6 +13,9 @@ import pytest
 import torch
 
 from lamarckian.config import load
+from lamarckian.ec import SearchSpace
+from lamarckian.ec.engine import build_algorithm
+from lamarckian.ec.pbt import PBT
 from lamarckian.mdp import create_mdp
 from lamarckian.record import read_rows
 from lamarckian.rl.algorithms import algorithm_of
@@ -84,7 +88,7 @@ def test_the_keyword_arguments_reach_the_algorithm():
 
 
 @pytest.mark.parametrize("changes, message", [
-    (["rl.algorithm=tests.plugins.tasks:Walk"], "expected a subclass of lamarckian.rl.algorithms.Algorithm"),
+    (["rl.algorithm=tests.plugins.tasks:Walk"], "expected a subclass of lamarckian.rl.algorithms.base.Algorithm"),
     (["rl.algorithm=tests.plugins.reinforce:Missing"], "has no 'Missing'"),
     (["rl.algorithm=tests.plugins.reinforce:Reinforce", "rl.kwargs={epochs: 3}"], "Reinforce refuses them"),
     (["rl.kwargs={epochs: 3}"], "rl.kwargs={'epochs': 3}: the arguments of your own rl.algorithm"),
@@ -115,3 +119,41 @@ def test_a_dict_with_an_image_part_learns_through_its_cnn(tmp_path):
     rows = read_rows(tmp_path / "evaluations.csv")
     assert code == 0
     assert float(rows[-1]["fitness"]) >= 0.9
+
+
+@pytest.mark.slow
+def test_a_users_evolution_algorithm_runs_evolve_py(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "evolve.py", "-c", "mdp/gym.yml", "-m", "ec.algorithm=tests.plugins.evolution:Restarts",
+         "ec.kwargs={rounds: 1}", "ec.population=2", "ec.stop=self.trained >= 4", "sample.actors=1",
+         "sample.num_cpus=0.25", "ec.learner_cpus=0.25", "sample.envs=4", "sample.truncation=16", "train.batch=128",
+         "sample.eval=2", "evaluator.progress=false", "ec.train.stopper=self.iteration >= 1", "train.lr=[1e-4,1e-2]",
+         f"root={tmp_path}"], cwd=REPOSITORY, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    ids = {json.loads(line)["id"] for line in (tmp_path / "lineage.jsonl").read_text().splitlines()}
+    assert len(ids) >= 4                        # every round restarted its slot: a new individual each
+
+
+def pbt_with_users_rules() -> PBT:
+    config = load([], ["train.lr=[1e-4,1e-2]", "ec.population=2", "ec.pbt.ready=0",
+                       "ec.pbt.exploit=tests.plugins.evolution:copy_the_best",
+                       "ec.pbt.explore=tests.plugins.evolution:halve"], ranges=True)
+    algorithm = build_algorithm(SearchSpace.from_config(config).base, SearchSpace.from_config(config))
+    assert isinstance(algorithm, PBT)
+    return algorithm
+
+
+def test_a_users_pbt_rules_choose_the_donor_and_its_childs_hyper_parameters():
+    pbt = pbt_with_users_rules()
+    worse, better = pbt.ask(), pbt.ask()
+    pbt.tell(better, {"state": {}, "summary": {"fitness": 2.0}, "cost": 1, "episodes": [2.0]})
+    pbt.tell(worse, {"state": {}, "summary": {"fitness": 1.0}, "cost": 1, "episodes": [1.0]})
+    child = pbt.slots[0]
+    assert (child.operator, child.hparams["train.lr"]) == ("exploit+tests.plugins.evolution:halve",
+                                                           max(1e-4, better.hparams["train.lr"] / 2))
+
+
+def test_ec_kwargs_for_a_built_in_algorithm_are_refused_naming_its_section():
+    config = load([], ["train.lr=[1e-4,1e-2]", "ec.kwargs={rounds: 1}"], ranges=True)
+    with pytest.raises(ValueError, match=r"ec\.kwargs=.*its own section \(ec\.pbt\)"):
+        build_algorithm(SearchSpace.from_config(config).base, SearchSpace.from_config(config))

@@ -9,14 +9,12 @@ from typing import Any, Mapping
 import torch
 
 from ...config import per_device
-from ..plugin import is_plugin, load_plugin
+from ...registry import VEC_TASKS, is_plugin
 from .base import VecTask
 from .battle import AntBattle, BattleSettings
 from .physics import BACKENDS, mjx_available
 from .ring import REWARD_WEIGHTS, AntRing, RewardWeights, RingSettings
 from .sumo import AntSumo, SumoSettings
-
-TASKS = ("ant_sumo", "ant_battle")
 
 
 def placement(settings: Mapping[str, Any]) -> tuple[str, str, int]:
@@ -66,29 +64,25 @@ def task_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def create_vec_task(settings: Mapping[str, Any], seed: int = 0) -> VecTask:
-    """The task of the ``mdp.vec`` section: ``task``, ``num_envs``, ``backend``, ``device``, ``workers``, ``ants``
-    (Ant Battle), ``play_to_end`` (Ant Battle), the rules of :func:`task_settings`, ``isaacgym`` (the server's
-    address, key and timeout)."""
-    if is_plugin(settings["task"]):      # your own VecTask: ClassName(num_envs, device=..., seed=..., **kwargs)
+    """The task of the ``mdp.vec`` section (``task``: :data:`~lamarckian.registry.VEC_TASKS`): ``num_envs``,
+    ``backend``, ``device``, ``workers``, the rules of :func:`task_settings`, the task's own keys (Ant Battle's
+    ``ants``, ``play_to_end``), ``isaacgym`` (the server's address, key and timeout); your own VecTask class is
+    built as ``ClassName(num_envs, device=..., seed=..., **mdp.vec.kwargs)``."""
+    if is_plugin(settings["task"]):
         device = settings["device"] if settings["device"] != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
         number = per_device(settings["num_envs"], torch.device(device).type, "mdp.vec.num_envs")
-        return load_plugin(settings["task"], "mdp.vec.task")(int(number), device=device, seed=seed,
-                                                             **dict(settings.get("kwargs") or {}))
+        return VEC_TASKS.get_class(settings["task"], VecTask)(int(number), device=device, seed=seed,
+                                                               **dict(settings.get("kwargs") or {}))
     backend, device, num_envs = placement(settings)
-    if backend == "isaacgym":
+    if backend == "isaacgym":                  # the server runs its own task
         from .remote import RemoteVecTask
 
         return RemoteVecTask.connect(settings["isaacgym"], num_envs=num_envs, seed=seed)
     if backend not in BACKENDS:
         raise ValueError(f"mdp.vec.backend={backend!r}: expected auto or one of {BACKENDS + ('isaacgym',)}")
+    task = VEC_TASKS.get_class(settings["task"], AntRing)
     common = {"backend": backend, "device": device, "workers": int(settings["workers"]), **task_settings(settings)}
-    task = settings["task"]
-    if task == "ant_sumo":
-        return AntSumo(num_envs, SumoSettings(**common), seed=seed)
-    if task == "ant_battle":
-        return AntBattle(num_envs, BattleSettings(ants=int(settings["ants"]), play_to_end=bool(settings["play_to_end"]),
-                                                  **common), seed=seed)
-    raise ValueError(f"mdp.vec.task={task!r}: expected one of {TASKS} (or backend isaacgym for Isaac Gym's tasks)")
+    return task.from_vec(num_envs, common, settings, seed=seed)
 
 
 __all__ = ["AntBattle", "AntRing", "AntSumo", "BattleSettings", "RewardWeights", "RingSettings", "SumoSettings",

@@ -12,6 +12,7 @@ the episode left (1); with ``egocentric`` 5 + 6 (N - 1) more in the ant's own he
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Mapping
 
 import torch
 
@@ -53,6 +54,13 @@ class AntBattle(AntRing):
         self.others = (seats[:, None] + torch.arange(1, agents, device=self.device)) % agents     # (A, A - 1)
         self.alive = torch.ones(num_envs, agents, dtype=torch.bool, device=self.device)
         self.ranks = torch.ones(num_envs, agents, dtype=torch.int64, device=self.device)
+
+    @classmethod
+    def from_vec(cls, num_envs: int, common: dict[str, Any], vec: Mapping[str, Any], seed: int = 0) -> AntBattle:
+        """The task of ``mdp.vec``: ``common`` :class:`BattleSettings` fields, ``mdp.vec.ants`` and
+        ``mdp.vec.play_to_end``."""
+        return cls(num_envs, BattleSettings(ants=int(vec["ants"]), play_to_end=bool(vec["play_to_end"]), **common),
+                   seed=seed)
 
     def ring_radius(self) -> torch.Tensor:
         """The ring's radius in each environment ``(E,)`` after ``progress`` steps (m)."""

@@ -7,6 +7,7 @@ and ``qvel (14,)`` = linear 3 and angular 3 velocity, 8 hinge velocities.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import math
 from typing import Any, Mapping
@@ -74,6 +75,12 @@ class RingSettings:
 class AntRing(VecTask):
     """``num_envs`` games of ``num_agents`` ants; subclasses judge a step (:meth:`_judge`) and observe
     (:meth:`_observe`)."""
+
+    @classmethod
+    @abc.abstractmethod
+    def from_vec(cls, num_envs: int, common: dict[str, Any], vec: Mapping[str, Any], seed: int = 0) -> AntRing:
+        """The task of the ``mdp.vec`` section ``vec`` with ``num_envs`` environments; ``common``: the
+        :class:`RingSettings` fields every ring task takes (backend, device, workers, the rules)."""
 
     def __init__(self, num_envs: int, num_agents: int, settings: RingSettings, seed: int = 0) -> None:
         self.settings = s = settings

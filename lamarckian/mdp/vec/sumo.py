@@ -11,6 +11,7 @@ with ``egocentric`` 11 more in the ant's own heading frame (see :meth:`AntRing.e
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Mapping
 
 import torch
 
@@ -29,6 +30,11 @@ class AntSumo(AntRing):
         super().__init__(num_envs, 2, settings or SumoSettings(), seed)
         self.num_obs = 40 + int(self.settings.observe_time) + 11 * int(self.settings.egocentric)
         self.opponents = torch.tensor([[1], [0]], device=self.device).expand(num_envs, 2, 1)
+
+    @classmethod
+    def from_vec(cls, num_envs: int, common: dict[str, Any], vec: Mapping[str, Any], seed: int = 0) -> AntSumo:
+        """The task of ``mdp.vec``: ``common`` :class:`SumoSettings` fields (backend, device, the ring's rules)."""
+        return cls(num_envs, SumoSettings(**common), seed=seed)
 
     def _observe(self, qpos: torch.Tensor, qvel: torch.Tensor) -> torch.Tensor:
         fallen = self.fallen(qpos)[..., None]

@@ -9,34 +9,24 @@ import torch
 
 from ...config.sections import RLSettings
 from ...mdp import MDP
-from ...mdp.plugin import is_plugin, load_plugin
 from ...model.policy_set import PolicySet
+from ...registry import ALGORITHMS, is_plugin
 from ..policies import roles_of
 from .base import KINDS, Algorithm, UpdateRule
-from .builtin import A3C, IMPALA, DQNAlgorithm, PPOAlgorithm, SACAlgorithm
 
-BUILT_IN: dict[str, type[Algorithm]] = {cls.name: cls for cls in (PPOAlgorithm, IMPALA, A3C, DQNAlgorithm,
-                                                                  SACAlgorithm)}
-
-__all__ = ["BUILT_IN", "KINDS", "Algorithm", "UpdateRule", "algorithm_of", "build_model"]
+__all__ = ["KINDS", "Algorithm", "UpdateRule", "algorithm_of", "build_model"]
 
 
 def algorithm_of(config: Mapping[str, Any]) -> Algorithm:
-    """The algorithm ``rl.algorithm`` names; ValueError naming the key for an unknown name, a class that cannot be
-    imported or one that is not an :class:`Algorithm` of a known kind."""
+    """The algorithm ``rl.algorithm`` names (:data:`~lamarckian.registry.ALGORITHMS`: a built-in, or your own
+    ``module:ClassName`` built with ``rl.kwargs``); ValueError naming the key for an unknown name, a class that
+    cannot be imported or one that is not an :class:`Algorithm` of a known kind."""
     settings = RLSettings.from_config(config)
     name, kwargs = settings.algorithm, dict(settings.kwargs)
-    if not is_plugin(name):
-        if name not in BUILT_IN:
-            raise ValueError(f"rl.algorithm={name!r}: expected one of {', '.join(BUILT_IN)} or module:ClassName")
-        if kwargs:
-            raise ValueError(f"rl.kwargs={kwargs}: the arguments of your own rl.algorithm (module:ClassName); "
-                             f"{name}'s settings are its own sections (rl.{name}, rl.ppo, train...)")
-        return BUILT_IN[name]()
-    cls = load_plugin(name, "rl.algorithm")
-    if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
-        raise ValueError(f"rl.algorithm={name!r}: expected a subclass of lamarckian.rl.algorithms.Algorithm, got "
-                         f"{cls!r}")
+    if kwargs and not is_plugin(name):
+        raise ValueError(f"rl.kwargs={kwargs}: the arguments of your own rl.algorithm (module:ClassName); "
+                         f"{name}'s settings are its own sections (rl.{name}, rl.ppo, train...)")
+    cls: type[Algorithm] = ALGORITHMS.get_class(name, Algorithm)
     if cls.kind not in KINDS:
         raise ValueError(f"rl.algorithm={name!r}: kind {cls.kind!r}, expected one of {', '.join(KINDS)}")
     try:

@@ -147,3 +147,12 @@ def test_bad_vec_settings_stop_train_py_with_one_line(tmp_path, capsys, change, 
     assert message in error
     assert len(error.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_a_vectorized_task_with_an_algorithm_it_cannot_run_is_refused_in_one_line(tmp_path, capsys):
+    from lamarckian.train import main
+
+    assert main(["-c", "mdp/vec/ant_sumo.yml", "rl/sac.yml", "-m", f"root={tmp_path}/run"]) == 2
+    error = capsys.readouterr().err
+    assert "rl.algorithm=sac (from " in error
+    assert len(error.strip().splitlines()) == 1
