@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPOSITORY))
 from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp.vec import placement  # noqa: E402
 from lamarckian.rl.distributed import Ranks  # noqa: E402
-from lamarckian.rl.ondevice.learner import VecLearner  # noqa: E402
+from lamarckian.rl.ondevice.learner import OnDeviceLearner  # noqa: E402
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -39,7 +39,7 @@ def worker(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     changes = [f"mdp.vec.num_envs.cpu={args.envs}", f"mdp.vec.num_envs.cuda={args.envs}", "mdp.vec.workers=1",
                f"mdp.vec.horizon={args.horizon}", "evaluator.episodes=0", "evaluator.progress=false"]
-    learner = VecLearner(load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], changes), Ranks.from_environment())
+    learner = OnDeviceLearner(load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], changes), Ranks.from_environment())
     rates = []
     for iteration in range(args.warmup + args.iterations):
         started = time.perf_counter()

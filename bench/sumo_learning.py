@@ -36,7 +36,7 @@ from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp.vec import create_vec_task  # noqa: E402
 from lamarckian.model import ModelSettings, load_blob  # noqa: E402
 from lamarckian.record import Checkpoints  # noqa: E402
-from lamarckian.rl.ondevice.evaluation import VecEvaluation  # noqa: E402
+from lamarckian.rl.ondevice.evaluation import OnDeviceEvaluation  # noqa: E402
 from lamarckian.rl.ondevice.learner import vec_model  # noqa: E402
 
 CONFIGS = {"sumo": "mdp/vec/ant_sumo.yml", "battle": "mdp/vec/ant_battle.yml"}
@@ -63,7 +63,7 @@ def final_games(files: list[str], changes: list[str], root: Path, games: int) ->
     probe.close()
     model.load_state_dict(state["model"])
     initial = state["initial"].numpy()
-    evaluation = VecEvaluation(vec, games, ("initial",), seed=EVALUATION_SEED)
+    evaluation = OnDeviceEvaluation(vec, games, ("initial",), seed=EVALUATION_SEED)
     try:
         summary = evaluation.evaluate(model, [initial])
         load_blob(model, initial)

@@ -1,7 +1,7 @@
 """A vectorized population's training throughput beside one learner's, same task, same total environments, same run.
 
 P members (each ``envs / P`` environments, one forward and one batched PPO update for all: lamarckian/rl/
-vec_population.py) against one VecLearner on all ``envs`` environments. Prints agent-steps/s of both and the ratio
+vec_population.py) against one OnDeviceLearner on all ``envs`` environments. Prints agent-steps/s of both and the ratio
 (issue 14: >= 0.7 on a GPU, >= 0.5 on the CPU).
 
     python bench/vec_population.py                         # CPU: 64 envs, 8 members
@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp.vec import placement  # noqa: E402
 from lamarckian.rl.ondevice.league import LeagueSettings
-from lamarckian.rl.ondevice.learner import VecLearner  # noqa: E402
-from lamarckian.rl.ondevice.population import VecPopulationLearner  # noqa: E402
+from lamarckian.rl.ondevice.learner import OnDeviceLearner  # noqa: E402
+from lamarckian.rl.ondevice.population import OnDevicePopulationLearner  # noqa: E402
 
 
 def rate(trainer, iterations: int, warmup: int) -> float:
@@ -63,10 +63,10 @@ def main() -> None:
     card = torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "CPU"
     print(f"# {time.strftime('%Y-%m-%d')} {platform.node()} ({card}), {backend} on {device}, {envs} envs, "
           f"{args.members} members, horizon {args.horizon}, median of {args.iterations} iterations")
-    single = VecLearner(config)
+    single = OnDeviceLearner(config)
     single_rate = rate(single, args.iterations, args.warmup)
     single.close()
-    population = VecPopulationLearner(config, args.members, LeagueSettings.from_config(config))   # a league
+    population = OnDevicePopulationLearner(config, args.members, LeagueSettings.from_config(config))   # a league
     population_rate = rate(population, args.iterations, args.warmup)
     population.close()
     ratio = population_rate / single_rate

@@ -30,7 +30,7 @@ from vec_physics import physics_rate, wait  # noqa: E402
 from lamarckian.config import load  # noqa: E402
 from lamarckian.mdp.vec import placement  # noqa: E402
 from lamarckian.model import to_blob  # noqa: E402
-from lamarckian.rl.ondevice.learner import VecLearner  # noqa: E402
+from lamarckian.rl.ondevice.learner import OnDeviceLearner  # noqa: E402
 
 
 def main() -> None:
@@ -58,7 +58,7 @@ def main() -> None:
                   [f"mdp.vec.backend={backend}", f"mdp.vec.device={device}", f"mdp.vec.num_envs.cpu={envs}",
                    f"mdp.vec.num_envs.cuda={envs}", f"mdp.vec.horizon={args.horizon}", "evaluator.progress=false",
                    f"rl.opponent.pool.capacity={args.pool}"])   # snapshots added while timing replace old ones
-    learner = VecLearner(config)
+    learner = OnDeviceLearner(config)
     for _ in range(args.pool - 1):
         learner.pool.add(to_blob(learner.model), 0)
     learner.opponents.stack()

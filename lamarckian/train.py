@@ -49,12 +49,12 @@ def ignored_settings(config: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
 
 
 def build_trainer(config: Mapping[str, Any], ranks: Any = None) -> Any:
-    """The trainer ``config`` asks for: a :class:`VecLearner` for a vectorized task (``mdp.create: vec``, in this
+    """The trainer ``config`` asks for: a :class:`OnDeviceLearner` for a vectorized task (``mdp.create: vec``, in this
     process, no Ray; data-parallel over ``ranks``), else the actor-fleet :class:`Learner`."""
     if config["mdp"]["create"] == "vec":
-        from .rl.ondevice.learner import VecLearner
+        from .rl.ondevice.learner import OnDeviceLearner
 
-        return VecLearner(config, ranks)
+        return OnDeviceLearner(config, ranks)
     if ranks is not None:
         raise ValueError(f"several ranks (torchrun, WORLD_SIZE={ranks.size}) train a vectorized task "
                          f"(mdp.create: vec); mdp.create={config['mdp']['create']} trains on one learner process")
@@ -65,7 +65,8 @@ def build_trainer(config: Mapping[str, Any], ranks: Any = None) -> Any:
 
 
 def train_on_ray_ranks(config: Mapping[str, Any], root: Path, delete_checkpoints: bool, delete_all: bool) -> int:
-    """``train.ranks: N``: the vectorized learner on N Ray actors (:mod:`.rl.ray_ranks`); this process waits."""
+    """``train.ranks: N``: the vectorized learner on N Ray actors (:mod:`.rl.ondevice.ray_ranks`); this process
+    waits."""
     from .mdp.vec import placement
     from .rl.ondevice.evaluation import evaluation_line
     from .rl.ondevice.learner import OPPONENTS

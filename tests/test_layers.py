@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "lamarckian"
 
 # lowest first; a part may import only the parts of lower layers (never its own layer's, never a higher one's)
 LAYERS = (
-    ("lazy", "extras", "errors", "record", "timeline", "entry"),   # no imports of the package
+    ("lazy", "extras", "errors", "record", "timeline", "entry", "registry"),   # no imports of the package
     ("config",),                                    # defaults, files, edits, typed sections
     ("cli", "rpc", "model"),                        # process set-up; the RPC layer; the networks
     ("util", "mdp"),                                # the original Lamarckian's import paths; environments

@@ -14,7 +14,7 @@ import re
 import typing
 from typing import Any, ClassVar, Mapping, TypeVar
 
-from ..registry import ENVIRONMENTS, VECTORIZED
+from ..registry import ALGORITHMS, ENVIRONMENTS, VECTORIZED
 from .errors import ConfigError
 from .loader import read_config
 
@@ -171,7 +171,7 @@ class RLSettings(Section):
     algorithm shares: the discount and GAE λ, and who plays which seat in games (see lamarckian.yml)."""
 
     KEY = "rl"
-    OTHER_KEYS = ("ac", "ppo", "dqn", "sac", "remote", "opponent")
+    OTHER_KEYS = ("ac", "remote", "opponent", *ALGORITHMS.names())    # each built-in algorithm: its section, if any
 
     algorithm: str
     kwargs: dict

@@ -66,7 +66,7 @@ class Evolution:
         self.group_size = 1                                # individuals a learner trains at once
         self.rounds: Any = None                            # one vectorized group in this process (no Ray)
         if self.vectorized:
-            from .vec_rounds import VecRounds, check_vectorized
+            from .ondevice_rounds import OnDeviceRounds, check_vectorized
 
             self.learner_count = ec.learners or 1
             if ec.population % self.learner_count:
@@ -75,7 +75,7 @@ class Evolution:
             self.group_size = ec.population // self.learner_count
             check_vectorized(self.config, self.group_size, [d.key for d in self.space])
             if self.learner_count == 1:
-                self.rounds = VecRounds(self.config, ec.population, [d.key for d in self.space],
+                self.rounds = OnDeviceRounds(self.config, ec.population, [d.key for d in self.space],
                                         run / "league" if run else None)
         self.stop_rule = Expression(ec.stop)
         self.folder = run

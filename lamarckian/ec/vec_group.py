@@ -1,7 +1,7 @@
 """A group of a vectorized population in a learner process of its own (a Ray actor with ``ec.learner_gpus`` GPUs: a
 whole GPU, a share of one, or none on a CPU machine): ``ec.learners`` groups of ``ec.population / ec.learners``
-members train at the same time, each group as one :class:`~.vec_rounds.VecRounds` on its own device. The engine
-sends a group its members (weights, optimizer state, pools) and gets their reports back through our RPC; a group
+members train at the same time, each group as one :class:`~.ondevice_rounds.OnDeviceRounds` on its own device. The
+engine sends a group its members (weights, optimizer state, pools) and gets their reports back through our RPC; a group
 that dies is replaced and its members trained again from the population's stored state.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import rpc
 from ..cli import configure_process
-from .vec_rounds import VecRounds
+from .ondevice_rounds import OnDeviceRounds
 from .worker import node_name
 
 
@@ -34,7 +34,7 @@ class VecGroupLearner:
         if own_process:
             configure_process(config)
         self.index = index
-        self.rounds = VecRounds(config, size, searched, Path(league_folder) if league_folder else None)
+        self.rounds = OnDeviceRounds(config, size, searched, Path(league_folder) if league_folder else None)
 
     def train(self, tasks: Sequence[Mapping[str, Any]],
               opponents: Mapping[int, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:

@@ -139,7 +139,7 @@ def fetch_hello(settings: GameSettings) -> dict[str, Any]:
             raise ValueError(f"mdp.game.address={settings.address}: handshake failed ({error})") from None
 
 
-class Connection(asyncio.Protocol):
+class GameConnection(asyncio.Protocol):
     """One authenticated connection (an asyncio protocol once the handshake is done): requests out, coalesced into
     one write per event-loop turn; every complete frame of a received chunk routed to its episode's future."""
 
@@ -285,7 +285,7 @@ class GameClient:
         self.max_frame = int(hello.get("max_frame", protocol.DEFAULT_MAX_FRAME))
         self.per_connection = int(hello.get("max_episodes", 2**31))
         count = settings.connections * (settings.instances if self.launcher is not None else 1)
-        self.connections: list[Connection | None] = [None] * count
+        self.connections: list[GameConnection | None] = [None] * count
         self.attempts: list[asyncio.Task | None] = [None] * count
         self.slots = asyncio.Semaphore(min(settings.max_episodes, count * self.per_connection))
         self.next_episode = 0
@@ -305,12 +305,12 @@ class GameClient:
         while it starts)."""
         return self.settings.address if self.launcher is None else self.launcher.address(index)
 
-    async def _connect(self, index: int) -> Connection:
+    async def _connect(self, index: int) -> GameConnection:
         """Connect slot ``index``, retrying with backoff until it works (the caller bounds the wait)."""
         delay, loop = BACKOFF[0], asyncio.get_running_loop()
         context = tls_context(self.settings)
         while True:
-            connection = Connection(self.secret, self.max_frame)
+            connection = GameConnection(self.secret, self.max_frame)
             address = self._address(index)
             try:
                 if address is None:
@@ -337,7 +337,7 @@ class GameClient:
             task = self.attempts[index] = asyncio.get_running_loop().create_task(self._connect(index))
         return task
 
-    async def _pick(self) -> Connection:
+    async def _pick(self) -> GameConnection:
         """The live connection with the fewest episodes and room for one more (hello's ``max_episodes``), re-making
         dead ones in the background; waits up to the timeout for one when none is up."""
         loop = asyncio.get_running_loop()
@@ -372,7 +372,7 @@ class GameClient:
                 if connection is not None and connection.pending:
                     connection.expire(loop.time())
 
-    async def reset(self, seats: list[int], seed: int | None) -> tuple[Connection, int, dict[str, Any]]:
+    async def reset(self, seats: list[int], seed: int | None) -> tuple[GameConnection, int, dict[str, Any]]:
         """Start an episode with the trainer on ``seats``; its connection, its id and the first ``observation``.
         Holds one of ``max_episodes`` slots until :meth:`finish`."""
         await self.slots.acquire()
@@ -391,7 +391,7 @@ class GameClient:
             raise
         return connection, number, reply
 
-    async def ask(self, connection: Connection, number: int, message: Mapping[str, Any]) -> dict[str, Any]:
+    async def ask(self, connection: GameConnection, number: int, message: Mapping[str, Any]) -> dict[str, Any]:
         """``message`` for episode ``number`` and its reply; :class:`GameFault` for an ``error`` reply, a failed
         connection or no reply within the timeout."""
         reply = await connection.request(number, message, self.settings.timeout)
@@ -401,7 +401,7 @@ class GameClient:
             raise GameFault("error", str(reply.get("message")))
         return reply
 
-    def finish(self, connection: Connection, number: int, close: bool) -> None:
+    def finish(self, connection: GameConnection, number: int, close: bool) -> None:
         """The episode is over for the trainer (``close``: tell the server, which has not ended it itself)."""
         if close:
             connection.send({"type": "close", "episode": number})

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from ..mdp import MDP, Controller, Episode, PlayerSpec
 from . import protocol
-from .client import FAULTS, Connection, GameClient, GameFault, GameSettings, fetch_hello, report_once
+from .client import FAULTS, GameClient, GameConnection, GameFault, GameSettings, fetch_hello, report_once
 from .counts import EpisodeCounts
 
 _hellos: dict[tuple, dict[str, Any]] = {}    # per process: a server's hello, fetched once
@@ -36,7 +36,7 @@ class GameEpisode:
         self.undone = 0
         self.lost: str | None = None
         self.actions: dict[int, Any] = {}
-        self.connection: Connection | None = None
+        self.connection: GameConnection | None = None
         self.number = -1
         loop = asyncio.get_running_loop()
         self.observed = asyncio.Event()     # the first observation (or the loss) is in

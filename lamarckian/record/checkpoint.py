@@ -107,7 +107,7 @@ def upgrade_checkpoint(state: dict[str, Any], path: Path | str = "checkpoint") -
     if found == CHECKPOINT_FORMAT:
         return state
     upgraded = {**_FORMAT_2_DEFAULTS, **state, "format": CHECKPOINT_FORMAT}
-    upgraded["trainer"] = "VecLearner" if "initial" in state else "Learner"
+    upgraded["trainer"] = "OnDeviceLearner" if "initial" in state else "Learner"
     return upgraded
 
 

@@ -72,7 +72,7 @@ def keygen_command(arguments: argparse.Namespace) -> int:
 
 def server_command(arguments: argparse.Namespace) -> int:
     from .keys import AllowList, load_pair, load_public
-    from .server import RelayServer, ServerSettings
+    from .server import RemoteServer, ServerSettings
 
     settings = ServerSettings(queue=arguments.queue, queue_bytes=int(arguments.queue_mb * 2**20), rate=arguments.rate,
                               burst=arguments.burst, max_message_bytes=int(arguments.max_message_mb * 2**20),
@@ -80,7 +80,7 @@ def server_command(arguments: argparse.Namespace) -> int:
     pair = load_pair(arguments.secret or arguments.keys / "server.key_secret")
     trainer = load_public(arguments.trainer or arguments.keys / "trainer.key")
     allow = AllowList(arguments.keys, exclude=(pair[0], trainer))
-    server = RelayServer(arguments.bind, allow, pair, trainer, settings)
+    server = RemoteServer(arguments.bind, allow, pair, trainer, settings)
     signal.signal(signal.SIGTERM, lambda *_: server.stop())
     print(f"serving on {server.endpoint}: {len(allow.names)} worker keys in {arguments.keys}", file=sys.stderr,
           flush=True)

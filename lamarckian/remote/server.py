@@ -97,7 +97,7 @@ class _Credentials:
         return key == self.trainer or self.allow.callback(domain, key)
 
 
-class RelayServer:
+class RemoteServer:
     """Serves workers and one trainer until :meth:`close` (call :meth:`serve` on a thread or as the main loop).
 
     Args:

@@ -2,8 +2,8 @@
 snapshots, the status line, TensorBoard (and Weights & Biases), Ctrl-C.
 
 A trainer (:class:`Trainer`: the actor-fleet :class:`~lamarckian.rl.fleet.learner.Learner`, the in-process
-:class:`~lamarckian.rl.ondevice.learner.VecLearner`, evolve.py's round learners through them) only says how to take one
-step, how to evaluate and what its state is; :class:`TrainingLoop` does the rest, the same way for all.
+:class:`~lamarckian.rl.ondevice.learner.OnDeviceLearner`, evolve.py's round learners through them) only says how to
+take one step, how to evaluate and what its state is; :class:`TrainingLoop` does the rest, the same way for all.
 
 A run directory holds ``checkpoints/`` (the newest ``evaluator.checkpoint.keep``, everything to resume),
 ``snapshots/`` (the weights at every checkpoint and at the start, all kept: ``evaluate.py --checkpoints`` rates a

@@ -2,7 +2,7 @@
 
 Caller side, :class:`Relays` decides which targets go through a relay (``rpc.relay``), starts one relay
 process per remote node on demand (a Ray actor pinned to the node) and unwraps its answers. The relay
-(:class:`RelayServer`) verifies the caller's RELAY message, forwards the inner frames (framed for the links inside
+(:class:`FanOutRelay`) verifies the caller's RELAY message, forwards the inner frames (framed for the links inside
 the node) to each target over its own authenticated connections, and returns the targets' replies in one
 RELAY_REPLY. Its links to the targets are node-local channels (:mod:`.local`) where the targets serve them: a
 large frame is then copied once into shared memory and the same block goes to every target of the node, instead
@@ -41,7 +41,7 @@ class _Job:
     remaining: int
 
 
-class RelayServer(ServingThread):
+class FanOutRelay(ServingThread):
     """Forwards RELAY messages to the targets they name and collects their replies (FIFO per target:
     a server answers calls in arrival order)."""
 
@@ -205,14 +205,14 @@ class RelayServer(ServingThread):
 
 
 class RelayActor:
-    """The Ray actor hosting a :class:`RelayServer` on one node."""
+    """The Ray actor hosting a :class:`FanOutRelay` on one node."""
 
     def __init__(self) -> None:
-        self._server: RelayServer | None = None
+        self._server: FanOutRelay | None = None
 
     def start(self, secret: bytes, settings: dict) -> dict[str, Any]:
         if self._server is None:
-            self._server = RelayServer(secret=secret, settings=RpcSettings.from_mapping(settings))
+            self._server = FanOutRelay(secret=secret, settings=RpcSettings.from_mapping(settings))
         return self._server.endpoint()
 
     def stats(self) -> dict[str, int]:

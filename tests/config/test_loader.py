@@ -161,3 +161,13 @@ def test_local_mode_at_load_wins_over_the_files(tmp_path):
 def test_local_mode_at_load_is_not_a_setting_of_the_users():
     _, sources = load_with_sources(["mdp/vec/ant_sumo.yml"], local_mode=True)
     assert "ray.local_mode" not in sources.by_key
+
+
+@pytest.mark.parametrize("top, package", [("lamarckian.yml", DEFAULTS), ("config", CONFIG_DIR)])
+def test_a_checkouts_top_level_defaults_and_config_folder_are_the_packages_own(top, package):
+    assert (REPOSITORY / top).resolve() == package.resolve()      # links: one copy, which the wheel carries
+
+
+def test_a_file_named_under_the_top_level_config_folder_loads(monkeypatch):
+    monkeypatch.chdir(REPOSITORY)
+    assert load(["config/ec/ea/nsga_ii.yml"], [], ranges=True)["ec"]["algorithm"] == "nsga_ii"

@@ -111,13 +111,13 @@ def test_vec_learner_trains_on_the_mjx_backend(tmp_path):
     """The GPU path's code (MJX physics, DLPack hand-over, masked resets, on-device rollout) on CPU JAX."""
     from lamarckian.config import load
     from lamarckian.rl.loop import TrainingLoop
-    from lamarckian.rl.ondevice.learner import VecLearner
+    from lamarckian.rl.ondevice.learner import OnDeviceLearner
 
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], ["mdp.vec.backend=mjx", "mdp.vec.device=cpu",
                                                                "mdp.vec.num_envs.cpu=4", "mdp.vec.horizon=8",
                                                                "evaluator.progress=false",
                                                                "evaluator.episodes=2"])
-    learner = VecLearner(config)
+    learner = OnDeviceLearner(config)
     learner.rollout()                            # resets every environment first
     place(learner.task, 1, 1, 3.5, 0.0)          # then the opponent of environment 1 leaves the ring
     segment, outcomes, _ = learner.rollout()

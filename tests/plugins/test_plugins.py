@@ -20,7 +20,7 @@ from lamarckian.mdp import create_mdp
 from lamarckian.record import read_rows
 from lamarckian.rl.algorithms import algorithm_of
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.ondevice.learner import VecLearner
+from lamarckian.rl.ondevice.learner import OnDeviceLearner
 from lamarckian.train import main as train_main
 
 from .reinforce import Reinforce
@@ -44,7 +44,7 @@ def test_a_vec_task_from_the_users_module_trains_and_is_evaluated(tmp_path):
     config = load(["rl/ppo_gpu.yml"], ["mdp.create=vec", "mdp.vec.task=tests.plugins.tasks:Duel",
                                        "mdp.vec.kwargs={rounds: 3}", "mdp.vec.num_envs.cpu=8", "mdp.vec.horizon=6",
                                        "evaluator.episodes=2", "evaluator.progress=false"])
-    learner = VecLearner(config)
+    learner = OnDeviceLearner(config)
     assert isinstance(learner.task, Duel)
     assert learner.task.max_episode_length == 3
     summary = TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.iteration >= 3)

@@ -1,4 +1,4 @@
-"""evaluate.py on vectorized tasks: checkpoints and pool snapshots of a VecLearner run rated by games played on the
+"""evaluate.py on vectorized tasks: checkpoints and pool snapshots of a OnDeviceLearner run rated by games played on the
 task itself (Ant Sumo: Bradley-Terry Elo; Ant Battle: also multi-player Elo from elimination ranks)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from lamarckian.model import ModelSettings, to_blob
 from lamarckian.model.stacked import StackedPolicies
 from lamarckian.rating.vec_games import play_vec_matches
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.ondevice.learner import VecLearner, vec_model
+from lamarckian.rl.ondevice.learner import OnDeviceLearner, vec_model
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,7 @@ def short_run(tmp_path: Path, config_file: str, *changes: str) -> Path:
                                                     "evaluator.checkpoint.interval=0", f"root={tmp_path}",
                                                     "rl.opponent.pool.add=True", "rl.opponent.pool.games_to_check=0",
                                                     *changes])
-    learner = VecLearner(config)
+    learner = OnDeviceLearner(config)
     TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.iteration >= 3)
     learner.close()
     return tmp_path / "checkpoints"

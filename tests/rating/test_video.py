@@ -19,7 +19,7 @@ from lamarckian.mdp import create_mdp
 from lamarckian.record import Checkpoints
 from lamarckian.rl import build_model
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.ondevice.learner import VecLearner
+from lamarckian.rl.ondevice.learner import OnDeviceLearner
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 WROTE = re.compile(r"wrote (\S+): (\d+) frames, a game of (\d+) steps")
@@ -55,7 +55,7 @@ def sumo_run(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("sumo")
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], ["mdp.vec.num_envs.cpu=4", "mdp.vec.horizon=8",
                                                                "evaluator.episodes=0", f"root={root}"])
-    learner = VecLearner(config)
+    learner = OnDeviceLearner(config)
     TrainingLoop(learner, root).run(stop=lambda trainer: trainer.iteration >= 2)
     learner.close()
     return root / "checkpoints"

@@ -10,7 +10,7 @@ import numpy as np
 
 from lamarckian.remote.client import Client
 from lamarckian.remote.keys import AllowList, keygen, load_pair, load_public
-from lamarckian.remote.server import RelayServer, ServerSettings
+from lamarckian.remote.server import RemoteServer, ServerSettings
 
 WORKERS = ("alice", "bob")
 
@@ -27,7 +27,7 @@ class Relay:
             (self.allowed / f"{name}.key").write_bytes((self.keys / f"{name}.key").read_bytes())
         pair, trainer = load_pair(self.keys / "server.key_secret"), load_public(self.keys / "trainer.key")
         self.allow = AllowList(self.allowed, exclude=(pair[0], trainer))
-        self.server = RelayServer("tcp://127.0.0.1:*", self.allow, pair, trainer, settings)
+        self.server = RemoteServer("tcp://127.0.0.1:*", self.allow, pair, trainer, settings)
         self.thread = threading.Thread(target=self.server.serve, daemon=True)
         self.thread.start()
         self.clients: list[Client] = []

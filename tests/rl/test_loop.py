@@ -18,7 +18,7 @@ from lamarckian.record import Checkpoints
 from lamarckian.record.checkpoint import CHECKPOINT_FORMAT, upgrade_checkpoint
 from lamarckian.rl.fleet.learner import Learner
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.ondevice.learner import VecLearner
+from lamarckian.rl.ondevice.learner import OnDeviceLearner
 from lamarckian.train import main as train_main
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -73,11 +73,11 @@ def test_a_budget_in_steps_shortens_the_evaluations_once_training_episodes_show_
     assert float(evaluations[-1]["episodes"]) == max(1, 100 // float(evaluations[-2]["length"]))
 
 
-@pytest.mark.parametrize("trainer, changes, file", [(VecLearner, SUMO, "format1_vec_learner.pt"),
+@pytest.mark.parametrize("trainer, changes, file", [(OnDeviceLearner, SUMO, "format1_vec_learner.pt"),
                                                     (Learner, FLEET, "format1_learner.pt")])
 def test_checkpoints_written_before_the_format_existed_load(trainer, changes, file):
     """Files written by the code of 2026-11-26 (commit 9931213, before the one loop) resume in today's trainers."""
-    files = ["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"] if trainer is VecLearner else ["mdp/gym.yml"]
+    files = ["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"] if trainer is OnDeviceLearner else ["mdp/gym.yml"]
     state = torch.load(DATA / file, map_location="cpu", weights_only=True)
     assert "format" not in state
     learner = trainer(load(files, changes))
@@ -89,7 +89,7 @@ def test_checkpoints_written_before_the_format_existed_load(trainer, changes, fi
         assert torch.equal(tensor, state["model"][name]), name
     assert learner.update_rule.lr == pytest.approx(state["lr"])
     assert learner.evaluator.history == []
-    if trainer is VecLearner:
+    if trainer is OnDeviceLearner:
         assert len(learner.pool) == len(state["pool"]["snapshots"]) >= 2
         learner.step()                                     # and training goes on from there
         assert learner.iteration == int(state["iteration"]) + 1
@@ -106,14 +106,14 @@ def test_resume_restores_what_the_run_shows(tmp_path):
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], [*SUMO, "evaluator.episodes=2", "evaluator.interval=0",
                                                                "rl.opponent.pool.games_to_check=0",
                                                                "mdp.vec.initial_share=0.5"])
-    learner = VecLearner(config)
+    learner = OnDeviceLearner(config)
     loop = TrainingLoop(learner, tmp_path)
     loop.run(stop=lambda trainer: trainer.iteration >= 3)
     learner.record(np.array([[3, 1, 0]] * learner.opponents.count, np.float32), np.array([6.0, 2.0, 40.0], np.float32))
     learner.update_rule.set_lr(1.234e-4)
     loop.save()
     expected = (torch.rand(4), learner.update_rule.generator.get_state(), learner.generator.get_state())
-    resumed = VecLearner(config)
+    resumed = OnDeviceLearner(config)
     assert TrainingLoop(resumed, tmp_path).resume() is not None
     assert resumed.training == learner.training
     assert resumed.training["return"] == 3.0
@@ -131,7 +131,7 @@ def test_resume_restores_what_the_run_shows(tmp_path):
 
 
 def test_ctrl_c_saves_a_checkpoint_and_goes_on(tmp_path):
-    learner = VecLearner(load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SUMO))
+    learner = OnDeviceLearner(load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SUMO))
 
     def interrupt(trainer) -> bool:
         if trainer.iteration == 2:
@@ -167,7 +167,8 @@ def test_in_process_actors_leave_the_learners_process_settings_alone():
 def test_wandb_logs_the_same_scalars_offline(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
-    learner = VecLearner(load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], [*SUMO, "evaluator.wandb=lamarckian-test"]))
+    learner = OnDeviceLearner(load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"],
+                                   [*SUMO, "evaluator.wandb=lamarckian-test"]))
     TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.iteration >= 2)
     learner.close()
     runs = list((tmp_path / "wandb").glob("offline-run-*"))

@@ -19,7 +19,7 @@ from ...rating.vec_games import outcome_counts, play_vec_matches, seat_rotations
 from ..selfplay.window import outcome_score
 
 
-class VecEvaluation:
+class OnDeviceEvaluation:
     """``games`` deterministic games of each of ``players`` learners against each named opponent per call, all at
     once on ``players * len(opponents) * games`` environments of a task built from the ``mdp.vec`` section (played
     to the end).

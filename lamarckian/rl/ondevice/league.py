@@ -71,7 +71,7 @@ class LeagueOpponents(OpponentDraws):
         self.external: dict[int, np.ndarray] = {}      # other learners' members in the league (id → blob)
         self.records: dict[tuple, np.ndarray] = {}     # league opponent → each member's decayed (score, games) (2, P)
         self.tally = Tally(size + 1)                   # members, the external members, last the initial policy
-        self.fixed_width = self.device.type != "cpu"   # opponent forwards without a host sync (see VecLearner)
+        self.fixed_width = self.device.type != "cpu"   # opponent forwards without a host sync (see OnDeviceLearner)
         self.keys: list[tuple] = []
         self.stack()
 

@@ -44,7 +44,7 @@ from ..seeds import VEC_EVALUATION_SEED_OFFSET
 from ..segment import Segment
 from ..selfplay.pool import OpponentPool, PoolSettings
 from ..selfplay.window import ScoreWindow
-from .evaluation import VecEvaluation, evaluation_line
+from .evaluation import OnDeviceEvaluation, evaluation_line
 from .opponents import PoolOpponents, outcome_rows
 
 WINDOW = 500                          # games the running (training) scores are taken over
@@ -61,7 +61,7 @@ def vec_model(task: VecTask, model_settings: ModelSettings) -> ActorCritic:
     return ActorCritic(*spaces, model_settings).to(task.device)
 
 
-class VecLearner(Trainer):
+class OnDeviceLearner(Trainer):
     """Trains agent 0 of a :class:`VecTask` against snapshots of itself (run it with :class:`.loop.TrainingLoop`).
 
     Args:
@@ -136,13 +136,13 @@ class VecLearner(Trainer):
         """Environments over all ranks."""
         return self.task.num_envs * (self.ranks.size if self.ranks else 1)
 
-    def _evaluation(self, vec: Mapping[str, Any], config: Mapping[str, Any]) -> VecEvaluation | None:
+    def _evaluation(self, vec: Mapping[str, Any], config: Mapping[str, Any]) -> OnDeviceEvaluation | None:
         """The deterministic evaluation (None: ``evaluator.episodes`` is 0, the task lives in an Isaac Gym server,
         which holds one task only, or this is not rank 0)."""
         games = self.evaluator.episodes
         if games <= 0 or vec["backend"] == "isaacgym" or not self.main:
             return None
-        return VecEvaluation(vec, games, OPPONENTS, seed=RunSettings.from_config(config).seed
+        return OnDeviceEvaluation(vec, games, OPPONENTS, seed=RunSettings.from_config(config).seed
                              + VEC_EVALUATION_SEED_OFFSET)
 
     # ---- sampling -------------------------------------------------------------------------------------------

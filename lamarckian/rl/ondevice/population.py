@@ -3,7 +3,7 @@ own ``num_envs / P`` environments, acting in ONE forward (:meth:`PopulationPPO.a
 step (:meth:`PopulationPPO.optimize`), with per-member settings (learning rate, PPO coefficients, reward weights),
 Adam moments and shuffling.
 
-Each member trains as :class:`~.vec_learner.VecLearner` trains alone: its agent 0 against its own opponent pool
+Each member trains as :class:`~.learner.OnDeviceLearner` trains alone: its agent 0 against its own opponent pool
 (frozen snapshots of itself, drawn per environment at each episode start by the pool's chooser, PFSP by default;
 a snapshot added when ``rl.opponent.pool.add`` holds), ``mdp.vec.initial_share`` of its environments against the
 initial policy. With a league (``ec.selfplay``), ``league.share`` of the other games go to the other members'
@@ -35,7 +35,7 @@ from ..seeds import VEC_EVALUATION_SEED_OFFSET
 from ..segment import Segment
 from ..selfplay.pool import PoolSettings
 from ..selfplay.window import ScoreWindow
-from .evaluation import VecEvaluation
+from .evaluation import OnDeviceEvaluation
 from .league import INITIAL, LeagueOpponents, LeagueSettings
 from .learner import vec_model
 from .opponents import outcome_rows
@@ -43,7 +43,7 @@ from .opponents import outcome_rows
 WINDOW = 500   # training games each member's running scores are taken over
 
 
-class VecPopulationLearner(Trainer):
+class OnDevicePopulationLearner(Trainer):
     """Trains ``size`` members together (run it with :class:`.loop.TrainingLoop`).
 
     Args:
@@ -79,7 +79,8 @@ class VecPopulationLearner(Trainer):
         # a fixed batch of vectorized games (one compiled shape): no budget in steps
         self.evaluator = Evaluator(dataclasses.replace(EvaluatorSettings.from_config(config), steps=0))
         games = self.evaluator.episodes
-        self.evaluation = (VecEvaluation(vec, games, INITIAL, seed=seed + VEC_EVALUATION_SEED_OFFSET, players=self.size)
+        self.evaluation = (OnDeviceEvaluation(vec, games, INITIAL, seed=seed + VEC_EVALUATION_SEED_OFFSET,
+                                              players=self.size)
                            if games > 0 else None)
         self.iteration = self.cost = self.version = 0
         self.elapsed = 0.0

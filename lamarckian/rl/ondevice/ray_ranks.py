@@ -1,7 +1,7 @@
 """One vectorized learner over several GPUs or nodes through Ray (``train.ranks: N`` where Ray is installed): N
 Ray actors, ``train.rank_gpus`` GPUs and ``train.rank_cpus`` CPUs each, anywhere in the cluster, join one
 ``torch.distributed`` group (rank 0's node address, a free port there) and train exactly as torchrun's ranks do
-(:mod:`.vec_learner`, :mod:`.distributed`): rank 0 evaluates and writes the run directory, which every rank reads to
+(:mod:`.learner`, :mod:`..distributed`): rank 0 evaluates and writes the run directory, which every rank reads to
 resume.
 """
 
@@ -38,10 +38,10 @@ class RankWorker:
     def train(self, root: str, address: str) -> dict[str, float]:
         """Join the group, resume from ``root`` if it holds a checkpoint, train to ``evaluator.terminate`` (or
         :meth:`stop`); the last evaluation's summary (rank 0's)."""
-        from .learner import VecLearner
+        from .learner import OnDeviceLearner
 
         ranks = Ranks(self.rank, self.size, address=address, own_gpu=self.own_gpu)
-        trainer = VecLearner(self.config, ranks)
+        trainer = OnDeviceLearner(self.config, ranks)
         try:
             loop = TrainingLoop(trainer, Path(root))
             loop.resume()

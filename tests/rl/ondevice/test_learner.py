@@ -14,7 +14,7 @@ import torch
 from lamarckian.config import load
 from lamarckian.model import to_blob
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.ondevice.learner import VecLearner
+from lamarckian.rl.ondevice.learner import OnDeviceLearner
 
 from ...mdp.vec_helpers import place
 
@@ -27,7 +27,7 @@ def test_vec_learner_updates_and_resumes(tmp_path):
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], [*SMALL, f"root={tmp_path}",
                                                                "rl.opponent.pool.add=self.iterations_since_add >= 2",
                                                                "rl.opponent.pool.games_to_check=0"])
-    learner = VecLearner(config)
+    learner = OnDeviceLearner(config)
     before = [p.detach().clone() for p in learner.model.parameters()]
     TrainingLoop(learner, tmp_path).run(stop=lambda trainer: trainer.iteration >= 4)
     assert learner.cost == 4 * 16 * 4
@@ -35,7 +35,7 @@ def test_vec_learner_updates_and_resumes(tmp_path):
     assert any(not np.allclose(a.numpy(), b.detach().numpy()) for a, b in zip(before, learner.model.parameters()))
     assert len(learner.pool) >= 2
     assert learner.opponents.stacked.count == len(learner.pool) + 1  # snapshots + the initial policy
-    resumed = VecLearner(config)
+    resumed = OnDeviceLearner(config)
     assert TrainingLoop(resumed, tmp_path).resume() is not None
     assert resumed.iteration == 4
     assert len(resumed.pool) == len(learner.pool)
@@ -47,7 +47,7 @@ def test_vec_learner_updates_and_resumes(tmp_path):
 
 def test_rollout_shapes_and_opponents_per_environment(tmp_path):
     config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "mdp.vec.horizon=8", "mdp.vec.spawn_max=1.5"])
-    learner = VecLearner(config)
+    learner = OnDeviceLearner(config)
     segment, outcomes, returns = learner.rollout()
     assert learner.task.num_obs == 52                       # 40 + the time left + 11 egocentric (the shipped config)
     assert segment.observations.shape == (8, 4, 52)
@@ -66,7 +66,7 @@ def test_initial_lanes_play_the_initial_policy_and_score_against_it():
     config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "mdp.vec.horizon=2", "mdp.vec.initial_share=0.5",
                                              "rl.opponent.pool.add=True", "rl.opponent.pool.games_to_check=0",
                                              "rl.opponent.pool.capacity=2"])
-    learner = VecLearner(config)
+    learner = OnDeviceLearner(config)
     learner.step()                                  # a second snapshot joins the pool: the stack is 2 + initial
     assert learner.opponents.stacked.count == 3
     assert learner.opponents.opponent[:2].tolist() == [2, 2]
@@ -116,7 +116,7 @@ def test_vec_learner_keeps_everything_on_the_gpu(tmp_path):
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], ["mdp.vec.backend=mjx", "mdp.vec.device=cuda",
                                                                "mdp.vec.num_envs.cuda=512", "mdp.vec.horizon=16",
                                                                "evaluator.progress=false", f"root={tmp_path}"])
-    learner = VecLearner(config)
+    learner = OnDeviceLearner(config)
     before = [p.detach().clone() for p in learner.model.parameters()]
     segment, outcomes, _ = learner.rollout()
     assert segment.observations.is_cuda

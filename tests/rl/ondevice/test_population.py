@@ -12,16 +12,16 @@ from lamarckian.ec.space import with_values
 from lamarckian.model import to_blob
 from lamarckian.rl.loop import TrainingLoop
 from lamarckian.rl.ondevice.league import LeagueSettings
-from lamarckian.rl.ondevice.population import VecPopulationLearner
+from lamarckian.rl.ondevice.population import OnDevicePopulationLearner
 
 SMALL = ["mdp.vec.num_envs.cpu=8", "mdp.vec.horizon=8", "evaluator.progress=false", "evaluator.episodes=2",
          "evaluator.interval=0", "model.hidden=[32]", "mdp.vec.initial_share=0.5"]
 LRS = [1e-4, 1e-3, 3e-3, 1e-2]
 
 
-def population_with(config, league: LeagueSettings | None = None, **per_member) -> VecPopulationLearner:
+def population_with(config, league: LeagueSettings | None = None, **per_member) -> OnDevicePopulationLearner:
     """A population of 4 whose member m gets ``key=values[m]`` for each keyword (dots as ``__``)."""
-    population = VecPopulationLearner(config, 4, league)
+    population = OnDevicePopulationLearner(config, 4, league)
     for member, model in enumerate(population.members):
         values = {key.replace("__", "."): values[member] for key, values in per_member.items()}
         population.load_member(member, with_values(config, values), model.state_dict(), None)
@@ -43,7 +43,7 @@ def test_members_train_on_their_own_environments_and_resume(tmp_path):
     assert population.opponents.pool_stack.count == 4           # each member's pool (its initial snapshot)
     lanes = population.opponents.opponent.reshape(4, 2)
     assert (lanes[:, 0] == 8).all()                    # the first lane of each member plays the initial policy
-    resumed = VecPopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=2))
+    resumed = OnDevicePopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=2))
     assert TrainingLoop(resumed, tmp_path).resume() is not None
     assert resumed.iteration == 3
     for a, b in zip(resumed.members, population.members):
@@ -60,7 +60,7 @@ def test_games_feed_the_pools_the_league_and_the_ratings():
     """Counts of one rollout go to the member's own pool, the league record (PFSP then prefers the member it loses
     to) and the round's tally (the member that beats everyone rates highest)."""
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SMALL)
-    population = VecPopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=10))
+    population = OnDevicePopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=10))
     keys = population.opponents.keys
     outcomes = np.zeros((4, len(keys), 3))
     for member in range(4):
@@ -91,7 +91,7 @@ def test_the_gpu_way_of_acting_for_the_opponents_gives_the_same_actions():
     """A GPU parks every row in both stacked sets at fixed widths (no host sync); the CPU gives each set its rows:
     with mean actions both give every opponent the same action."""
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SMALL)
-    population = VecPopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=1))
+    population = OnDevicePopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=1))
     for member, pool in enumerate(population.opponents.pools):
         for extra in range(member):              # pools of different sizes, of weights unlike the initial ones
             with torch.no_grad():
@@ -123,14 +123,14 @@ def test_members_may_weigh_rewards_their_own_way():
 def test_a_population_that_does_not_divide_the_environments_is_refused():
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SMALL)
     with pytest.raises(ValueError, match="mdp.vec.num_envs=8 must be a positive multiple of the population size 3"):
-        VecPopulationLearner(config, 3)
+        OnDevicePopulationLearner(config, 3)
 
 
 def test_members_of_other_learners_join_the_league_and_the_ratings():
     """A population split over learners: the other learners' members are league opponents (PFSP on the record
     against each) and entrants of the ratings, between the members and the initial policy."""
     config = load(["mdp/vec/ant_sumo.yml", "rl/ppo_gpu.yml"], SMALL)
-    population = VecPopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=10))
+    population = OnDevicePopulationLearner(config, 4, LeagueSettings(share=0.5, refresh=10))
     stranger = [to_blob(population.members[0]) + 0.01, to_blob(population.members[1]) - 0.01]
     population.opponents.set_external({7: stranger[0], 9: stranger[1]})
     population.opponents.reset_tally()

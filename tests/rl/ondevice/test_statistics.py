@@ -11,7 +11,7 @@ import pytest
 from lamarckian.config import load
 from lamarckian.model import to_blob
 from lamarckian.rl.loop import TrainingLoop
-from lamarckian.rl.ondevice.learner import VecLearner
+from lamarckian.rl.ondevice.learner import OnDeviceLearner
 from lamarckian.rl.selfplay.pool import OpponentPool
 from lamarckian.rl.selfplay.window import ScoreWindow
 
@@ -41,7 +41,7 @@ def shuffled_reference(games: list[tuple[int, float]], settings, shuffles: int =
 def test_an_iterations_games_count_as_an_unordered_stream(tmp_path):
     config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "rl.opponent.pool.decay=0.9", "rl.opponent.pool.games_to_check=50",
                                              "rl.opponent.pool.add=self.win_rate > 0.52", f"root={tmp_path}"])
-    learner = VecLearner(config)
+    learner = OnDeviceLearner(config)
     learner.pool.add(to_blob(learner.model), 1)
     learner.opponents.stack()                           # stack rows: snapshot 0, snapshot 1, the initial lanes
     outcomes = np.array([[30, 0, 30], [20, 10, 10], [300, 0, 300]], np.float32)   # wins, draws, losses per row
@@ -59,7 +59,7 @@ def test_an_iterations_games_count_as_an_unordered_stream(tmp_path):
     assert learner.training["win"] == pytest.approx(355 / 700)
     assert learner.win_rate_against_initial() == 0.5
     TrainingLoop(learner, tmp_path).save()   # windows cut inside a batch are plain numbers: weights_only loads them
-    resumed = VecLearner(config)
+    resumed = OnDeviceLearner(config)
     assert TrainingLoop(resumed, tmp_path).resume() is not None
     assert resumed.recent_scores.mean() == pytest.approx(355 / 700)
     learner.close()
@@ -68,7 +68,7 @@ def test_an_iterations_games_count_as_an_unordered_stream(tmp_path):
 
 def test_a_window_cut_inside_an_iteration_counts_that_iteration_in_proportion(tmp_path):
     config = load(["mdp/vec/ant_sumo.yml"], [*SMALL, "rl.opponent.pool.games_to_check=50", f"root={tmp_path}"])
-    learner = VecLearner(config)
+    learner = OnDeviceLearner(config)
     learner.record(np.array([[40, 0, 0], [0, 0, 0]], np.float32), np.zeros(3, np.float32))
     learner.record(np.array([[0, 10, 30], [0, 0, 0]], np.float32), np.zeros(3, np.float32))
     # the last 50 games: all 40 of the second iteration (score 5) and 10 of the first (all won): 15 / 50
@@ -76,7 +76,7 @@ def test_a_window_cut_inside_an_iteration_counts_that_iteration_in_proportion(tm
     assert learner.pool.recent.mean() == pytest.approx(0.3)
     assert learner.pool.games_since_add == 80
     TrainingLoop(learner, tmp_path).save()                 # the statistics are plain numbers: weights_only loads them
-    resumed = VecLearner(config)
+    resumed = OnDeviceLearner(config)
     assert TrainingLoop(resumed, tmp_path).resume() is not None
     assert resumed.pool.recent.mean() == pytest.approx(0.3)
     assert resumed.training == learner.training != {}

@@ -1,8 +1,9 @@
 """evolve.py on a vectorized task: the whole population trains in this process, on one device, as one
-:class:`~lamarckian.rl.ondevice.population.VecPopulationLearner` (one member per individual, one forward and one batched
-update for all), round after round. It stands where the Ray learners stand for the actor-fleet tasks: the engine asks
-the algorithm for a round's individuals and tells it their reports together (:meth:`VecRounds.train_round`), so PBT,
-NSGA-II and the tournament, lineage, population checkpoints and resume work unchanged.
+:class:`~lamarckian.rl.ondevice.population.OnDevicePopulationLearner` (one member per individual, one forward and one
+batched update for all), round after round. It stands where the Ray learners stand for the actor-fleet tasks: the
+engine asks the algorithm for a round's individuals and tells it their reports together
+(:meth:`OnDeviceRounds.train_round`), so PBT, NSGA-II and the tournament, lineage, population checkpoints and resume
+work unchanged.
 
 Searchable per member (:data:`SEARCHABLE`): the learning rate and the PPO settings a batched update can vary per
 member, and the reward weights of ``mdp.vec.reward``. Anything else would change the task (the physics compiled
@@ -31,10 +32,10 @@ from ..model import ModelSettings
 from ..model.network import seeded
 from ..rating.tournament import Entrant, plot, write_tables
 from ..rl.loop import TrainingLoop
-from ..rl.ondevice.evaluation import VecEvaluation
+from ..rl.ondevice.evaluation import OnDeviceEvaluation
 from ..rl.ondevice.league import LeagueSettings
 from ..rl.ondevice.learner import vec_model
-from ..rl.ondevice.population import VecPopulationLearner
+from ..rl.ondevice.population import OnDevicePopulationLearner
 from ..rl.seeds import VEC_EVALUATION_SEED_OFFSET
 from .settings import EvolutionSettings, RoundSettings
 from .worker import RoundStopper, member_blobs, owned, round_config
@@ -69,7 +70,7 @@ def check_vectorized(config: Mapping[str, Any], size: int, searched: Sequence[st
                              f"an equal share of the environments)")
 
 
-class VecRounds:
+class OnDeviceRounds:
     """Trains ``size`` individuals at a time on a vectorized task.
 
     Args:
@@ -87,9 +88,9 @@ class VecRounds:
         self.config = round_config(config, {}, seed)
         self.selfplay = EvolutionSettings.from_config(config).selfplay
         league = LeagueSettings.from_config(config) if self.selfplay else None
-        self.learner = VecPopulationLearner(self.config, size, league)
+        self.learner = OnDevicePopulationLearner(self.config, size, league)
         games = SampleSettings.from_config(config).eval
-        self.evaluation = VecEvaluation(config["mdp"]["vec"], games, ("initial",),
+        self.evaluation = OnDeviceEvaluation(config["mdp"]["vec"], games, ("initial",),
                                         seed=seed + VEC_EVALUATION_SEED_OFFSET, players=size) if games > 0 else None
 
     def train_round(self, tasks: Sequence[Mapping[str, Any]],
