@@ -67,7 +67,7 @@ class Section:
             raise ConfigError(f"{cls.KEY or 'the configuration'}: unknown key(s) "
                               f"{', '.join(key_path(cls.KEY, e) for e in extra)}")
         hints = typing.get_type_hints(cls)
-        return cls(**{name: _convert(mapping[name], hints[name]) for name in fields})
+        return cls(**{name: convert_value(mapping[name], hints[name]) for name in fields})
 
     @classmethod
     def from_config(cls: type[T], config: Mapping[str, Any]) -> T:
@@ -87,7 +87,7 @@ def _require(section: Section, **conditions: bool) -> None:
             raise ValueError(f"{key_path(section.KEY, name)}={getattr(section, name)!r}: out of range")
 
 
-def _convert(value: Any, hint: Any) -> Any:
+def convert_value(value: Any, hint: Any) -> Any:
     """YAML numbers into the field's numeric type; lists into tuples for tuple fields; the rest as it is."""
     if value is None:
         return None
@@ -98,7 +98,7 @@ def _convert(value: Any, hint: Any) -> Any:
         return float(value)
     if typing.get_origin(target) is tuple and isinstance(value, (list, tuple)):
         element = typing.get_args(target)[0] if typing.get_args(target) else None
-        return tuple(_convert(item, element) for item in value)
+        return tuple(convert_value(item, element) for item in value)
     return value
 
 

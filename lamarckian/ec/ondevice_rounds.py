@@ -28,9 +28,11 @@ import torch
 
 from ..config.sections import RunSettings, SampleSettings
 from ..mdp.vec import placement
+from ..mdp.vec.ring import REWARD_WEIGHTS
 from ..model import ModelSettings
 from ..model.network import seeded
 from ..rating.tournament import Entrant, plot, write_tables
+from ..rl.algorithms.ppo import member_keys
 from ..rl.loop import TrainingLoop
 from ..rl.ondevice.evaluation import OnDeviceEvaluation
 from ..rl.ondevice.league import LeagueSettings
@@ -40,10 +42,9 @@ from ..rl.seeds import VEC_EVALUATION_SEED_OFFSET
 from .settings import EvolutionSettings, RoundSettings
 from .worker import RoundStopper, member_blobs, owned, round_config
 
-#: keys a vectorized population may search (each member has its own value)
-SEARCHABLE = ("train.lr", "rl.ppo.kl_target", "rl.discount", "rl.gae", "rl.ppo.clip", "rl.ac.weight_loss.critic",
-              "rl.ac.weight_loss.entropy", "mdp.vec.reward.win", "mdp.vec.reward.lose", "mdp.vec.reward.draw",
-              "mdp.vec.reward.move", "mdp.vec.reward.push", "mdp.vec.reward.action_cost", "mdp.vec.reward.limit_cost")
+#: keys a vectorized population may search (each member has its own value): the PPO settings declared per member
+#: (:func:`~lamarckian.rl.algorithms.ppo.member_keys`) and every reward weight of ``mdp.vec.reward``
+SEARCHABLE = (*member_keys(), *(f"mdp.vec.reward.{name}" for name in REWARD_WEIGHTS))
 
 
 def check_vectorized(config: Mapping[str, Any], size: int, searched: Sequence[str]) -> None:

@@ -24,6 +24,7 @@ from ..config import Expression
 from ..config.sections import EvaluatorSettings, OpponentSettings, RLSettings, SampleSettings
 from ..model import to_blob
 from ..remote.fleet import connect
+from ..rl.algorithms.ppo import held_by_state
 from ..rl.evaluator import Evaluator
 from ..rl.fleet.factory import fleet_learner
 from ..rl.fleet.learner import Learner
@@ -39,10 +40,10 @@ def _set_lr(learner: Learner, value: Any) -> None:
     learner.set_lr(float(value))
 
 
-#: searched settings that a trained state holds too, each with how a learner takes the individual's value once its
-#: (donor's) state is loaded: the state's learning rate is where the donor's schedule stood, and an update rule
-#: (a user's own as well) restores it with the optimizer
-HELD_BY_STATE = {"train.lr": _set_lr}
+#: searched settings that a trained state holds too (the fields PPOSettings declares so), each with how a learner
+#: takes the individual's value once its (donor's) state is loaded: the state's learning rate is where the donor's
+#: schedule stood, and an update rule (a user's own as well) restores it with the optimizer
+HELD_BY_STATE = {key: {"lr": _set_lr}[name] for key, name in held_by_state().items()}   # a new one: its setter
 
 
 def round_config(base: Mapping[str, Any], hparams: Mapping[str, Any], seed: int) -> dict[str, Any]:

@@ -27,11 +27,12 @@ from torch.func import functional_call, grad, stack_module_state
 
 from ...model import ActorCritic
 from ...model.stacked import PolicyOutputs
-from .ppo import PPOSettings, adapted_lr, linear_lr, ppo_loss
+from .ppo import PPOSettings, adapted_lr, linear_lr, member_keys, ppo_loss
 
 BETAS, EPS = (0.9, 0.999), 1e-5   # what PPO's torch.optim.Adam uses
-#: PPOSettings fields a member may have its own value of (the rest must be equal across the population)
-MEMBER_KEYS = ("lr", "kl_target", "discount", "gae", "clip", "critic", "entropy")
+#: PPOSettings fields a member may have its own value of (the rest must be equal across the population): the fields
+#: PPOSettings declares per member
+MEMBER_KEYS = tuple(member_keys().values())
 LOSS_KEYS = ("clip", "critic", "entropy")      # the ones the loss reads (as per-member tensors)
 
 
