@@ -159,7 +159,7 @@ class MDPSettings(Section):
     OTHER_KEYS = ("realtime", "resize", VECTORIZED, "evaluation", *ENVIRONMENTS.names())   # each kind: its own
 
     create: str
-    kwargs: dict
+    kwargs: dict[str, Any]
     frame_skip: int
     idle_action: int | None
     idle_reward: float
@@ -174,12 +174,12 @@ class RLSettings(Section):
     OTHER_KEYS = ("ac", "remote", "opponent", *ALGORITHMS.names())    # each built-in algorithm: its section, if any
 
     algorithm: str
-    kwargs: dict
+    kwargs: dict[str, Any]
     discount: float
     gae: float
     swap: bool
     shared_seats: bool
-    policies: dict
+    policies: dict[str, Any]
     policy_mapping: str
 
     def __post_init__(self) -> None:

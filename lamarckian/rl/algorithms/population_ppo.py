@@ -112,7 +112,8 @@ class PopulationPPO:
         """Every member acts on its own rows in ONE forward: observations ``(P, B, obs)`` → sampled actions
         ``(P, B)`` or ``(P, B, A)``, their log-probabilities ``(P, B)`` and values ``(P, B)`` in reward units (as
         :meth:`ActorCritic.act` gives for one member)."""
-        def one(parameters: dict, buffers: dict, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        def one(parameters: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor], observation: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
             return functional_call(self.acting, (parameters, buffers), (observation,))
 
         out, values = torch.vmap(one)(self.parameters, self.buffers, observations)
@@ -127,8 +128,9 @@ class PopulationPPO:
         return out + log_std.exp() * noise, log_prob, values
 
     # ---- the batched step -------------------------------------------------------------------------------------
-    def _member_loss(self, parameters: dict, buffers: dict, batch: dict, coefficients: dict
-                     ) -> tuple[torch.Tensor, dict]:
+    def _member_loss(self, parameters: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor],
+                     batch: dict[str, torch.Tensor], coefficients: dict[str, torch.Tensor]
+                     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         loss, stats = functional_call(self.base, (parameters, buffers), (batch, coefficients))
         return loss, stats
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import numpy as np
 
@@ -24,12 +25,12 @@ class BatchedInference:
     def __init__(self, max_wait: float | None = None) -> None:
         self.max_wait = max_wait
         self.since = 0.0          # when the oldest waiting request came
-        self.pending: dict[int, tuple[BatchPolicy, list[tuple[np.ndarray, int]], list[asyncio.Future]]] = {}
+        self.pending: dict[int, tuple[BatchPolicy, list[tuple[np.ndarray, int]], list[asyncio.Future[Any]]]] = {}
         self.players = 0
         self.waiting = 0
         self.forwards = 0
         self.requests = 0
-        self._watchdog: asyncio.Task | None = None
+        self._watchdog: asyncio.Task[None] | None = None
         self._flush_scheduled = False
 
     def register(self) -> None:

@@ -67,7 +67,7 @@ class OffPolicyLearner(Learner):
         self.load_counters(state)
 
     # ---- training ------------------------------------------------------------------------------------------
-    def _receive(self) -> tuple[int, list]:
+    def _receive(self) -> tuple[int, list[Any]]:
         """Store the segments that have arrived, waiting for more while no update is due (the buffer below
         ``start``, or fewer env steps since the last update than one update needs at ``ratio``); their env steps and
         finished episodes. A wait longer than ``sample.stall`` says on the console what it waits for."""

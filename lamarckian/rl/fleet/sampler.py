@@ -45,7 +45,7 @@ class SlotSampler:
         self.round = asyncio.Event()                  # set when the next segment begins (sample() is called)
         self.loop = asyncio.new_event_loop()
         self.inference = BatchedInference(sample.batch_wait)
-        self.tasks: list[asyncio.Task] = []
+        self.tasks: list[asyncio.Task[None]] = []
         self.failure: BaseException | None = None
         self.first_step_at: float | None = None       # wall-clock time of this actor's first env step
         self.slowest = 0.0                            # seconds of the slowest environment call since the last segments
@@ -70,7 +70,7 @@ class SlotSampler:
         self.results: list[tuple[str, EpisodeResult]] = []   # (policy, training episode) since the last segment
         self.steps: collections.Counter[str] = collections.Counter()   # env steps per policy since the last one
         self.failure = None
-        self.ready: asyncio.Future | None = None      # the segments in the making are complete
+        self.ready: asyncio.Future[None] | None = None      # the segments in the making are complete
 
     def next_segments(self, report_after: float | None = None) -> list[Segment] | None:
         """Run the environments until every lane holds ``sample.truncation`` steps more; a segment ``[T, L]`` per
@@ -117,7 +117,7 @@ class SlotSampler:
         segment.policy = policy
         return segment
 
-    def _on_slot_done(self, task: asyncio.Task) -> None:
+    def _on_slot_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled():
             return
         self.failure = task.exception() or RuntimeError("an environment task ended")

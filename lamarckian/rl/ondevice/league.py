@@ -23,7 +23,8 @@ from ..selfplay.pool import OpponentPool, PoolSettings, fold_decayed, pfsp_weigh
 from ..selfplay.window import outcome_score
 from .opponents import OpponentDraws
 
-INITIAL = ("initial",)
+LeagueKey = tuple[Any, ...]   # an opponent: ("initial",), ("member", m), ("external", id), ("pool", m, snapshot)
+INITIAL: LeagueKey = ("initial",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,10 +70,10 @@ class LeagueOpponents(OpponentDraws):
         self.pools = [self.fresh_pool() for _ in range(size)]
         self.league_blobs = [to_blob(model) for model in members]
         self.external: dict[int, np.ndarray] = {}      # other learners' members in the league (id → blob)
-        self.records: dict[tuple, np.ndarray] = {}     # league opponent → each member's decayed (score, games) (2, P)
+        self.records: dict[LeagueKey, np.ndarray] = {}  # league opponent → each member's decayed (score, games) (2, P)
         self.tally = Tally(size + 1)                   # members, the external members, last the initial policy
         self.fixed_width = self.device.type != "cpu"   # opponent forwards without a host sync (see OnDeviceLearner)
-        self.keys: list[tuple] = []
+        self.keys: list[LeagueKey] = []
         self.stack()
 
     def fresh_pool(self) -> OpponentPool:
@@ -81,7 +82,7 @@ class LeagueOpponents(OpponentDraws):
         pool.add(self.initial_blob, iteration=0)
         return pool
 
-    def league_keys(self) -> list[tuple]:
+    def league_keys(self) -> list[LeagueKey]:
         """The league's opponents: every member's snapshot, then the external members (none without a league)."""
         if not self.league:
             return []
@@ -116,7 +117,7 @@ class LeagueOpponents(OpponentDraws):
         the others (and every environment at the start) draw one."""
         previous = self.keys
         league = self.league_keys()
-        pools = [("pool", m, i) for m, pool in enumerate(self.pools) for i in pool.snapshots]
+        pools: list[LeagueKey] = [("pool", m, i) for m, pool in enumerate(self.pools) for i in pool.snapshots]
         keys = self.keys = league + pools + [INITIAL]      # an opponent's number: its place here
         blobs = [self.league_blobs[k[1]] if k[0] == "member" else self.external[k[1]] for k in league]
         self.shared = StackedPolicies(self.members[0], [*blobs, self.initial_blob], self.device)

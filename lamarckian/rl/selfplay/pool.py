@@ -122,7 +122,7 @@ class OpponentPool:
         self.games_since_add += 1
         self._fold(opponent, 1, score, int(score == 1.0), int(score == 0.5), int(score == 0.0))
 
-    def record_counts(self, counts: Mapping[int, Sequence[float]]) -> None:
+    def record_counts(self, counts: Mapping[int, Sequence[float] | np.ndarray]) -> None:
         """The games of one iteration: ``counts[opponent] = (wins, draws, losses)``. The games have no order among
         them; every statistic is what they give fed one by one in random order, in expectation (the decayed
         statistics in closed form, the recent window as one batch)."""
