@@ -37,3 +37,10 @@ def test_a_users_class_of_the_wrong_kind_is_refused_naming_the_key():
     with pytest.raises(ValueError, match=r"mdp\.create='tests\.plugins\.evolution:Restarts': expected a subclass of "
                                          r"lamarckian\.mdp\.base\.MDP"):
         ENVIRONMENTS.get_class("tests.plugins.evolution:Restarts", MDP)
+
+
+def test_the_algorithms_own_sections_are_checked_at_load():
+    from lamarckian.config import ConfigError, load
+
+    with pytest.raises(ConfigError, match=r"rl\.sac\.tau=0\.0: out of range \(from -m rl\.sac\.tau=0\.0\)"):
+        load([], ["rl.sac.tau=0.0"])
