@@ -52,8 +52,14 @@ class A3C(Algorithm):
     kind = "gradients"
     single_player = True
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._settings: tuple[Mapping[str, Any], PPOSettings] | None = None     # (the config read, its settings)
+
     def actor_message(self, model: torch.nn.Module, segment: Segment, config: Mapping[str, Any]) -> dict[str, Any]:
-        gradient, loss = segment_gradient(model, segment, PPOSettings.from_config(config)) if segment.finite() else \
+        if self._settings is None or self._settings[0] is not config:       # read once per actor, not per segment
+            self._settings = (config, PPOSettings.from_config(config))
+        gradient, loss = segment_gradient(model, segment, self._settings[1]) if segment.finite() else \
             (np.zeros(0, np.float32), float("nan"))          # a broken environment's: counted, never applied
         return {"gradient": gradient, "loss": loss, "version": segment.version, "steps": segment.steps,
                 "results": [r.to_wire() for r in segment.results]}
