@@ -84,10 +84,6 @@ ALGORITHMS = Registry("rl.algorithm", {
     "sac": "lamarckian.rl.algorithms.builtin:SACAlgorithm",
 })
 
-#: the built-in algorithms' own settings sections, declared beside them; ``load()`` checks them with the rest
-ALGORITHM_SECTIONS = ("lamarckian.rl.algorithms.replay:ReplaySettings", "lamarckian.rl.algorithms.dqn:DQNSettings",
-                      "lamarckian.rl.algorithms.dqn:EpsilonSettings", "lamarckian.rl.algorithms.sac:SACSettings")
-
 ENVIRONMENTS = Registry("mdp.create", {
     "pong": "lamarckian.mdp.pong:Pong",
     "coins": "lamarckian.mdp.coins:Coins",

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from ...config.sections import RunSettings, TrainSettings
+from ...config.sections import DQNSettings, EpsilonSettings, RunSettings, SACSettings, TrainSettings
 from ...mdp import MDP
 from ...model import ModelSettings
 from ...model.offpolicy import QNetwork, SquashedGaussianPolicy
@@ -16,9 +16,9 @@ from ..acting import EpsilonGreedy
 from ..segment import Segment
 from .a3c import segment_gradient
 from .base import Algorithm, UpdateRule
-from .dqn import DQN, DQNSettings, EpsilonSettings
+from .dqn import DQN
 from .ppo import PPO, PPOSettings
-from .sac import SAC, SACSettings
+from .sac import SAC
 
 
 class PPOAlgorithm(Algorithm):

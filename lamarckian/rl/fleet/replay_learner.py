@@ -18,9 +18,8 @@ from typing import Any, Iterator, Mapping
 import torch
 
 from ... import rpc
-from ...config.sections import RLSettings, RunSettings
-from ..algorithms.dqn import EpsilonSettings
-from ..algorithms.replay import ReplayBuffer, ReplaySettings
+from ...config.sections import EpsilonSettings, ReplaySettings, RLSettings, RunSettings
+from ..algorithms.replay import ReplayBuffer
 from ..evaluator import summarize
 from ..segment import Segment, is_report
 from .learner import Learner
