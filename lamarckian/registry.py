@@ -9,7 +9,7 @@ key                 the named object                                     built b
 ``rl.algorithm``    a :class:`lamarckian.rl.algorithms.Algorithm` class  ``Class(**rl.kwargs)``
 ``mdp.create``      a :class:`lamarckian.mdp.MDP` class                  ``Class.from_mdp(mdp section, seed)``
 ``mdp.vec.task``    a :class:`lamarckian.mdp.vec.VecTask` class          see :func:`lamarckian.mdp.vec.create_vec_task`
-``ec.algorithm``    a :class:`lamarckian.ec.base.EvolutionAlgorithm`     ``Class.from_settings(...)``
+``ec.algorithm``    a :class:`lamarckian.ec.base.EvolutionAlgorithm`     with its ``SETTINGS`` or ``**ec.kwargs``
 ``ec.pbt.exploit``  a function ``(pbt, slot) -> donor slot or None``     called as it is
 ``ec.pbt.explore``  a function ``(pbt, hparams) -> hparams``             called as it is
 ==================  ===================================================  ======================================
