@@ -163,6 +163,10 @@ class MDPSettings(Section):
     frame_skip: int
     idle_action: int | None
     idle_reward: float
+    hitch: float | None
+
+    def __post_init__(self) -> None:
+        _require(self, hitch=self.hitch is None or self.hitch > 0)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -168,6 +168,11 @@ class GameController(Controller):
             return self.state is not None
         return bool(self.state and self.state["truncated"])
 
+    def location(self) -> str:
+        """The game server this seat's episode plays on (its connection's peer: a launched instance's address)."""
+        connection = self.episode.connection
+        return f"game server {connection.peer if connection is not None else self.episode.mdp.settings.address}"
+
     def get_result(self) -> dict[str, Any]:
         if self.episode.lost is not None or self.state is None or self.state["result"] is None:
             return {"fitness": self.episode.totals[self.index], "win": None, "objectives": {}, "lost": True}

@@ -64,6 +64,16 @@ class Controller(abc.ABC):
     def get_result(self) -> dict[str, Any]:
         """At the end: ``fitness`` (float), ``win`` (1, 0.5 draw, 0; None when not a game), ``objectives``."""
 
+    def hitched(self, seconds: float) -> None:
+        """The actor saw this seat's last call take ``seconds``, more than ``mdp.hitch``: an environment whose calls
+        block (a gymnasium or PettingZoo step) moves them to a thread of its own (:mod:`.hitch`), so the actor's other
+        environments act while it waits. Default: nothing (an environment that awaits its answers never blocks)."""
+
+    def location(self) -> str:
+        """Where this seat's environment runs, for a console line about what waits on it (a game server's address,
+        a gymnasium id); default: the controller's class."""
+        return type(self).__name__
+
 
 class SeatController(Controller):
     """A seat of a game MDP that keeps ``over``, ``timed_out`` and ``result(player)``: what a controller only reads
@@ -82,6 +92,12 @@ class SeatController(Controller):
 
     def get_result(self) -> dict[str, Any]:
         return self.mdp.result(self.player)
+
+    def hitched(self, seconds: float) -> None:
+        self.mdp.hitched(seconds)
+
+    def location(self) -> str:
+        return f"{type(self.mdp).__name__} seat {self.player}"
 
 
 class Episode(NamedTuple):
@@ -136,6 +152,9 @@ class MDP(abc.ABC):
     def render(self) -> np.ndarray:
         """An RGB frame ``(height, width, 3)`` uint8 of the current state."""
         raise NotImplementedError(f"{type(self).__name__} does not render")
+
+    def hitched(self, seconds: float) -> None:
+        """A seat's call took ``seconds``, more than ``mdp.hitch`` (:meth:`Controller.hitched`); default: nothing."""
 
     def close(self) -> None:
         """Release the environment's resources."""

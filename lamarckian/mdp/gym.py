@@ -9,6 +9,7 @@ import numpy as np
 
 from ..extras import EXTRA_OF_GYM_FAMILY, install_hint
 from .base import MDP, Controller, Episode, PlayerSpec
+from .hitch import HitchGuard
 
 ATARI_NAMESPACE = "ALE/"
 
@@ -63,10 +64,11 @@ def make_env(env_id: str, kwargs: dict[str, Any], preprocess: str | None = None,
 
 
 class GymController(Controller):
-    """The single player of a :class:`GymMDP` episode; each call steps the environment."""
+    """The single player of a :class:`GymMDP` episode; each call steps the environment (on ``guard``'s thread once
+    it hitched)."""
 
-    def __init__(self, env: gymnasium.Env, observation: Any) -> None:
-        self.env = env
+    def __init__(self, env: gymnasium.Env, observation: Any, guard: HitchGuard) -> None:
+        self.env, self.guard = env, guard
         self.observation = observation
         self.reward = 0.0
         self.total = 0.0
@@ -78,7 +80,8 @@ class GymController(Controller):
     async def __call__(self, action: Any) -> None:
         if isinstance(self.env.action_space, gymnasium.spaces.Box):
             action = np.clip(action, self.env.action_space.low, self.env.action_space.high)
-        self.observation, reward, self.terminated, self.time_limit, _ = self.env.step(action)
+        outcome = self.env.step(action) if self.guard.thread is None else await self.guard.run(self.env.step, action)
+        self.observation, reward, self.terminated, self.time_limit, _ = outcome
         self.reward = float(reward)
         self.total += self.reward
 
@@ -96,6 +99,13 @@ class GymController(Controller):
     def get_result(self) -> dict[str, Any]:
         return {"fitness": self.total, "win": None, "objectives": {}}
 
+    def hitched(self, seconds: float) -> None:
+        self.guard.offload(seconds)
+
+    def location(self) -> str:
+        spec = self.env.spec
+        return spec.id if spec is not None else type(self.env.unwrapped).__name__
+
 
 class GymMDP(MDP):
     """One gymnasium environment as a one-player MDP (no ticks: the player's call advances it)."""
@@ -106,6 +116,7 @@ class GymMDP(MDP):
         self.env = make_env(env_id, dict(kwargs or {}), preprocess, frame_stack, observe, atari)
         self.spec = PlayerSpec(self.env.observation_space, self.env.action_space)
         self.seed = seed
+        self.guard = HitchGuard(env_id)
 
     @classmethod
     def from_mdp(cls, mdp: Mapping[str, Any], seed: int | None = None) -> GymMDP:
@@ -123,11 +134,13 @@ class GymMDP(MDP):
             raise ValueError(f"a gymnasium MDP has one player (0), got {players}")
         if seed is None and self.seed is not None:
             seed, self.seed = self.seed, None  # seed the first episode; later ones continue the stream
+        self.guard.settle()
         observation, _ = self.env.reset(seed=seed)
-        return Episode([GymController(self.env, observation)], [])
+        return Episode([GymController(self.env, observation, self.guard)], [])
 
     def render(self) -> np.ndarray:
         return np.asarray(self.env.render())
 
     def close(self) -> None:
+        self.guard.close()
         self.env.close()

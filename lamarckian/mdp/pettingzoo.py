@@ -118,4 +118,5 @@ class ParallelMDP(SimultaneousMDP):
         return {"fitness": self.totals[player], "win": None, "objectives": {"rank": float(rank)}}
 
     def close(self) -> None:
+        self.guard.close()
         self.env.close()

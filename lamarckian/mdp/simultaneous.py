@@ -9,6 +9,7 @@ import gymnasium
 import numpy as np
 
 from .base import MDP, Episode, Lockstep, SeatController
+from .hitch import HitchGuard
 
 
 class LockstepController(SeatController):
@@ -39,12 +40,24 @@ class SimultaneousMDP(MDP):
     timed_out: bool = False
     ruled: frozenset[int] = frozenset()  # seats the rule drives this episode
     rewards: list[float]
+    _guard: HitchGuard | None = None
+
+    @property
+    def guard(self) -> HitchGuard:
+        """Runs :meth:`step` (on a thread of its own once it hitched: :meth:`hitched`)."""
+        if self._guard is None:
+            self._guard = HitchGuard(type(self).__name__)
+        return self._guard
+
+    def hitched(self, seconds: float) -> None:
+        self.guard.offload(seconds)
 
     def reset(self, *players: int, seed: int | None = None) -> Episode:
         count = len(self)
         if len(set(players)) != len(players) or not all(0 <= p < count for p in players):
             raise ValueError(f"players must be distinct seats in 0..{count - 1}, got {players}")
         self.ruled = frozenset(range(count)) - frozenset(players)
+        self.guard.settle()
         self.start(seed)
         self.rewards = [0.0] * count
         lockstep = Lockstep(tuple(players))
@@ -54,7 +67,8 @@ class SimultaneousMDP(MDP):
         while not self.over:
             chosen = await lockstep.actions()
             actions = [chosen[p] if p in chosen else self.rule(p) for p in range(len(self))]
-            self.rewards = self.step(actions)
+            guard = self.guard
+            self.rewards = self.step(actions) if guard.thread is None else await guard.run(self.step, actions)
             lockstep.release()
 
     @abc.abstractmethod

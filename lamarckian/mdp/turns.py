@@ -21,6 +21,7 @@ import gymnasium
 import numpy as np
 
 from .base import MDP, Episode, PlayerSpec, SeatController
+from .hitch import HitchGuard
 
 RULES = ("random", "lookahead")
 
@@ -85,9 +86,13 @@ class TurnMDP(MDP):
         self.totals = [0.0] * len(self.agents)
         self.illegal = [0] * len(self.agents)
         self.over, self.timed_out = True, False
+        self.guard = HitchGuard(type(env).__name__)     # its steps, on a thread of their own once they hitched
 
     def describe(self) -> list[PlayerSpec]:
         return self.specs
+
+    def hitched(self, seconds: float) -> None:
+        self.guard.offload(seconds)
 
     def seat_names(self) -> list[str]:
         return list(self.agents)
@@ -98,6 +103,7 @@ class TurnMDP(MDP):
             raise ValueError(f"players must be distinct seats in 0..{count - 1}, got {players}")
         if seed is None and self.seed is not None:
             seed, self.seed = self.seed, None
+        self.guard.settle()
         self.env.reset(seed=seed)
         self.over, self.timed_out = False, False
         self.totals, self.illegal = [0.0] * count, [0] * count
@@ -118,7 +124,7 @@ class TurnMDP(MDP):
             while self.env.agents:
                 agent = self.env.agent_selection
                 if self.env.terminations[agent] or self.env.truncations[agent]:
-                    self._step(agent, None)
+                    await self.guard.run(self._step, agent, None)
                     continue
                 seat = self.index[agent]
                 if seat in self.controllers:
@@ -128,7 +134,7 @@ class TurnMDP(MDP):
                     action = self.actions[seat]
                 else:
                     action = self.rule(seat)
-                self._step(agent, action)
+                await self.guard.run(self._step, agent, action)
         finally:
             self.over = True
             self.timed_out = any(self.env.truncations.values()) and not any(self.env.terminations.values())
@@ -197,4 +203,5 @@ class TurnMDP(MDP):
                 "objectives": {"rank": float(order.index(self.totals[seat])), "illegal": float(self.illegal[seat])}}
 
     def close(self) -> None:
+        self.guard.close()
         self.env.close()

@@ -40,6 +40,12 @@ class ControllerWrapper(Controller):
     def get_result(self) -> dict[str, Any]:
         return self.controller.get_result()
 
+    def hitched(self, seconds: float) -> None:
+        self.controller.hitched(seconds)
+
+    def location(self) -> str:
+        return self.controller.location()
+
 
 class CentralState(ControllerWrapper):
     """The seat's observation with the game's global state beside it, ``{"observation": ..., "state": ...}``

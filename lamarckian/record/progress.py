@@ -60,6 +60,7 @@ class Progress:
         if self.live is not None:
             self.live.start()
         self.every = every
+        self.printed = 0                                # permanent lines so far
         self.fields: dict[str, str] = {}
         self.started = self.seen = time.monotonic()     # when the user last saw something new
         self.stopped = threading.Event()
@@ -79,6 +80,7 @@ class Progress:
     def print(self, line: str) -> None:
         self.console.print(line, highlight=False, soft_wrap=True)
         self.seen = time.monotonic()
+        self.printed += 1
 
     def _heartbeat(self) -> None:
         shown: dict[str, str] | None = None
@@ -98,3 +100,28 @@ class Progress:
         self.stopped.set()
         if self.live is not None:
             self.live.stop()
+
+
+class SinceLine:
+    """Counters as they grew since the status line's last permanent line (an evaluation's, a heartbeat's), so the
+    status line says what happened since the line above it: updates made, env steps dropped...
+
+    Args:
+        progress: the status line (None: never a line).
+        start: the counters now (missing ones: 0).
+    """
+
+    def __init__(self, progress: Progress | None, start: Mapping[str, float] | None = None) -> None:
+        self.progress = progress
+        self.printed = progress.printed if progress is not None else 0
+        self.base: dict[str, float] = dict(start or {})
+        self.last: dict[str, float] = dict(self.base)
+
+    def grown(self, totals: Mapping[str, float]) -> list[float]:
+        """How much each of ``totals`` grew since the last permanent line (in their order); a line printed since the
+        previous call showed the totals of that call, which become the base."""
+        printed = self.progress.printed if self.progress is not None else 0
+        if printed != self.printed:
+            self.printed, self.base = printed, self.last
+        self.last = dict(totals)
+        return [value - self.base.get(name, 0.0) for name, value in totals.items()]

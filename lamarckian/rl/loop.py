@@ -25,7 +25,7 @@ from typing import Any, Callable, ContextManager, Mapping
 
 from ..config.sections import CheckpointSettings
 from ..errors import NoProgress
-from ..record import Checkpoints, CsvLog, Progress, Scalars, StatusFile, StepRate, format_number, plain
+from ..record import Checkpoints, CsvLog, Progress, Scalars, SinceLine, StatusFile, StepRate, format_number, plain
 from ..record.checkpoint import CHECKPOINT_FORMAT, process_rng_state, restore_process_rng, upgrade_checkpoint
 from ..record.wandb import WandbScalars
 from ..timeline import TIMELINE
@@ -156,6 +156,7 @@ class TrainingLoop:
         self.status_file = StatusFile(root if self.writes else None)
         self.wandb = WandbScalars(settings.wandb if self.writes else None, root, trainer.config)
         self.progress = Progress(False)
+        self.since_line = SinceLine(None)            # the status line's updates since its last permanent line
         self.clock = time.monotonic()                # training time 0 (over restarts: minus the time before)
         self.judging: tuple[int, int] | None = None  # (iteration, env steps) of the weights being evaluated
         self.judged: int | None = None               # the iteration of the weights evaluated last
@@ -222,6 +223,7 @@ class TrainingLoop:
         wandb = self.wandb
         wandb.open()
         self.progress = Progress(settings.progress and writes)
+        self.since_line = SinceLine(self.progress, {"iter": trainer.iteration})
         trainer.attach_progress(self.progress)
         announce = self.announce and writes
         if announce:
@@ -310,7 +312,8 @@ class TrainingLoop:
 
     def _fields(self, stats: Mapping[str, float]) -> dict[str, str]:
         trainer = self.trainer
-        fields = {"iter": str(trainer.iteration), "steps": format_number(trainer.cost),
+        updates, = self.since_line.grown({"iter": trainer.iteration})
+        fields = {"iter": f"{trainer.iteration} (+{updates:.0f})", "steps": format_number(trainer.cost),
                   "sps": self.rate.text(time.monotonic(), trainer.cost), **trainer.status(stats), **lost_field(stats),
                   "time": f"{trainer.elapsed:.0f}s"}
         return fields

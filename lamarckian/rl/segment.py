@@ -11,7 +11,7 @@ import numpy as np
 from ..rating.results import EpisodeResult
 
 ARRAYS = ("observations", "actions", "log_probs", "values", "rewards", "dones", "truncated", "final_values")
-OPTIONAL = ("next_observations", "states")   # arrays only some learners' segments carry
+OPTIONAL = ("next_observations", "states", "versions")   # arrays only some segments carry
 
 
 @dataclasses.dataclass
@@ -24,6 +24,8 @@ class Segment:
         values: ``[T + 1, L]``, the behaviour policy's values; the last row bootstraps the segment.
         final_values: ``[T, L]``, the value of the last observation of an episode cut by a time limit, else 0.
         version: the oldest weight version that acted in it (staleness = learner version − this).
+        versions: ``[L]`` int, the oldest weight version that acted in each lane (the fleet's actors send it, so a
+            learner judges every lane by its own age: :meth:`trimmed`); None: the segment is judged whole.
         steps: env steps it accounts for (beyond T × L when frames are skipped).
         results: the episodes that finished while it was recorded.
         next_observations: ``[T, L, ...]``, the observation after each step (the episode's last one where a time
@@ -48,8 +50,35 @@ class Segment:
     results: list[EpisodeResult] = dataclasses.field(default_factory=list)
     next_observations: Any = None
     states: Any = None
+    versions: Any = None
     counters: dict[str, float] = dataclasses.field(default_factory=dict)
     policy: str = ""
+
+    @property
+    def lanes(self) -> int:
+        """``L``, the lanes side by side."""
+        return int(self.rewards.shape[1])
+
+    def trimmed(self, oldest: int) -> "Segment | None":
+        """The segment without the lanes that acted with weights older than ``oldest`` (a lane that waited on a
+        slow environment while the others went on is judged by its own age, not the whole segment by it); None when
+        no lane is left. ``steps`` shrinks in proportion to the lanes kept; ``results`` stay (the episodes were
+        played either way). A segment without :attr:`versions` is judged whole."""
+        if self.version >= oldest:
+            return self
+        if self.versions is None:
+            return None
+        keep = np.flatnonzero(np.asarray(self.versions) >= oldest)
+        if keep.size == 0:
+            return None
+
+        def lanes(array: Any) -> Any:
+            return None if array is None else array[:, keep]
+
+        return dataclasses.replace(
+            self, **{name: lanes(getattr(self, name)) for name in (*ARRAYS, "next_observations")},
+            states=None if self.states is None else self.states[keep], versions=np.asarray(self.versions)[keep],
+            version=int(np.asarray(self.versions)[keep].min()), steps=self.steps * len(keep) // self.lanes)
 
     def finite(self) -> bool:
         """No NaN or infinity in the rewards and observations (a broken environment's output)."""
@@ -80,6 +109,11 @@ class Segment:
         bad = [name for name in (*ARRAYS, *OPTIONAL) if name in data and not isinstance(data[name], np.ndarray)]
         if bad:
             raise ValueError(f"segment fields {', '.join(bad)} are not arrays")
+        versions = data.get("versions")
+        if versions is not None and (versions.ndim != 1 or not np.issubdtype(versions.dtype, np.integer)
+                                     or versions.shape[0] != data["rewards"].shape[-1]):
+            raise ValueError(f"segment versions must be one integer per lane, got {versions.dtype} "
+                             f"{tuple(versions.shape)}")
         counters = data.get("counters") or {}
         if not isinstance(counters, Mapping) or not all(isinstance(k, str) and isinstance(v, (int, float))
                                                         for k, v in counters.items()):
@@ -194,10 +228,11 @@ class Lane:
 
 
 def stack_lanes(parts: list[dict[str, Any]], steps: int, results: list[EpisodeResult]) -> Segment:
-    """Lane parts ``[T]`` side by side as one segment ``[T, L]``; ``version`` is the oldest."""
+    """Lane parts ``[T]`` (:meth:`Lane.take`) side by side as one segment ``[T, L]``; ``version`` is the oldest,
+    ``versions`` each part's."""
     following = np.stack([p["next_observations"] for p in parts], axis=1) if "next_observations" in parts[0] else None
     states = np.stack([p["states"] for p in parts]) if "states" in parts[0] else None
     arrays: dict[str, Any] = {name: np.stack([p[name] for p in parts], axis=1) for name in ARRAYS}
-    return Segment(**arrays,
-                   version=min(p["version"] for p in parts), steps=steps, results=results,
-                   next_observations=following, states=states)
+    versions = np.asarray([p["version"] for p in parts], np.int64)
+    return Segment(**arrays, version=int(versions.min()), steps=steps, results=results,
+                   next_observations=following, states=states, versions=versions)

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ... import rpc
-from ...config.sections import EvaluatorSettings, RunSettings, SampleSettings
+from ...config.sections import EvaluatorSettings, MDPSettings, RunSettings, SampleSettings
 from ...mdp import MDP, create_mdp
 from ...model import ModelSettings, load_blob
 from ...model.network import seeded
@@ -78,12 +78,13 @@ class Actor:
         for policy, (probabilities, blobs) in (pools or {}).items():
             self.set_pool(probabilities, blobs, policy)
         central = ModelSettings.from_config(config).central_value
+        hitch = MDPSettings.from_config(config).hitch
         self.sampler = SlotSampler(mdps, config["mdp"], sample, self.seating, self.members, self.policies,
-                                   self.algorithm.off_policy, central, version)
+                                   self.algorithm.off_policy, central, version, hitch)
         self.episodes = EpisodeRunner(config["mdp"], sample.envs, actor_seed(seed + EVALUATION_SEED_OFFSET, index,
                                                                               NETWORK_SLOT),
                                       EvaluatorSettings.from_config(config).max_steps, self.members, self.seating,
-                                      central)
+                                      central, hitch)
         self.counted: dict[str, float] = {}         # the environments' counters as of the last segment
 
     def _make_mdps(self, mdp_config: Mapping[str, Any], envs: int) -> list[MDP]:

@@ -38,11 +38,13 @@ class EpisodeRunner:
         members: the actor's network per policy ("" with one policy for every seat).
         seating: the actor's seats, their policies and pools.
         central: ``model.central_value`` (controllers carry the global state).
+        hitch: ``mdp.hitch`` (an environment whose call takes longer steps on a thread of its own from then on).
     """
 
     def __init__(self, mdp_config: Mapping[str, Any], envs: int, seed: int, max_steps: int,
-                 members: Mapping[str, ActorCritic], seating: Seating, central: bool) -> None:
-        self.mdp_config, self.envs, self.seed, self.max_steps = mdp_config, envs, seed, max_steps
+                 members: Mapping[str, ActorCritic], seating: Seating, central: bool, hitch: float | None = None
+                 ) -> None:
+        self.mdp_config, self.envs, self.seed, self.max_steps, self.hitch = mdp_config, envs, seed, max_steps, hitch
         self.members, self.seating, self.central = members, seating, central
         self.mdps: list[MDP] = []
         self.loop = asyncio.new_event_loop()
@@ -66,7 +68,7 @@ class EpisodeRunner:
                 controllers = wrap_controllers(episode, mdp, self.mdp_config, self.central)
                 ticks = [asyncio.ensure_future(tick) for tick in episode.ticks]
                 models = [self.members[seat_policy[seat]] for seat in seats]     # the seat's architecture
-                capped = await asyncio.gather(*(play_seat(c, policy, model, inference, tag, self.max_steps)
+                capped = await asyncio.gather(*(play_seat(c, policy, model, inference, tag, self.max_steps, self.hitch)
                                                 for c, (policy, tag), model in zip(controllers, players, models)))
                 if any(capped):                          # the environment would wait for actions forever
                     for tick in ticks:

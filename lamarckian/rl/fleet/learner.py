@@ -29,7 +29,7 @@ from ...config.sections import (
 from ...model import ModelSettings, to_blob
 from ...model.policy_set import PolicySet
 from ...rating.results import POOL, RULE, SELF, EpisodeResult
-from ...record import Progress
+from ...record import Progress, SinceLine, format_number
 from ...timeline import TIMELINE
 from ..algorithms import algorithm_of
 from ..algorithms.base import UpdateRule
@@ -79,7 +79,8 @@ class Learner(Trainer):
         self.configure(config)
         self.version = 0
         self.training: dict[str, float] = {}
-        self.dropped = 0
+        self.collected = self.dropped = 0   # env steps received from the actors, and those dropped as stale
+        self.since_line = SinceLine(None)   # counts since the status line's last permanent line
 
     def configure(self, config: Mapping[str, Any]) -> None:
         """(Re)build the network (initialized from ``config.seed``), PPO, the evaluator and the opponent pool from
@@ -226,21 +227,23 @@ class Learner(Trainer):
 
     # ---- training ------------------------------------------------------------------------------------------
     def _collect(self) -> tuple[list[Segment], int, dict[str, list[EpisodeResult]]]:
-        """Segments worth ``train.batch`` env steps (stale ones dropped), their env steps, the finished episodes per
-        policy (every segment's, stale ones too)."""
+        """Segments worth ``train.batch`` env steps of weights no more than ``max_staleness`` versions old (a
+        segment's older lanes are trimmed off, :meth:`Segment.trimmed`, and counted as dropped), all the env steps
+        they cost, the finished episodes per policy (every segment's, dropped ones too)."""
         segments: list[Segment] = []
-        steps, results = 0, dict[str, list[EpisodeResult]]()
+        steps = fresh = 0
+        results = dict[str, list[EpisodeResult]]()
         limit, gather, watch = self.max_staleness, self.fleet.gather, self.fleet.watch
         own = self.remote is None                     # actors of its own (they report while a segment takes long)
         if own:
             self.fleet.poll()                         # replacements that Ray has started join now
             gather.holding = self.synchronous
         watch.begin(self.batch_steps, self.sample.stall)
-        while steps < self.batch_steps or (own and self.synchronous and gather.in_flight() > 0):
+        while fresh < self.batch_steps or (own and self.synchronous and gather.in_flight() > 0):
             try:
                 received = gather(min(1.0, self.sample.stall / 4)) if own else gather()
             except TimeoutError:
-                self.fleet.check_stall(steps)
+                self.fleet.check_stall(fresh)
                 continue
             except rpc.ActorDiedError as error:
                 self.fleet.replace(error)
@@ -256,15 +259,19 @@ class Learner(Trainer):
                 steps += segment.steps
                 results.setdefault(segment.policy, []).extend(segment.results)
                 self.fleet.counts.update(segment.counters)
-                watch.segment(gather.last_index, segment.steps, len(segment.results), segment.counters)
-                if self.version - segment.version > limit:
-                    self.dropped += 1
-                    continue
-                segments.append(segment)
-            if self.synchronous and gather.in_flight() * sum(s.steps for s in message) < self.batch_steps - steps:
+                kept = segment.trimmed(self.version - limit)
+                usable = kept.steps if kept is not None else 0
+                self.collected += segment.steps
+                self.dropped += segment.steps - usable
+                watch.segment(gather.last_index, segment.steps, len(segment.results), segment.counters,
+                              dropped=segment.steps - usable)
+                if kept is not None:
+                    fresh += usable
+                    segments.append(kept)
+            if self.synchronous and gather.in_flight() * sum(s.steps for s in message) < self.batch_steps - fresh:
                 gather.release(gather.last_index)     # those in flight cannot fill the batch: one more
             if own:
-                self.fleet.check_stall(steps)
+                self.fleet.check_stall(fresh)
         return segments, steps, results
 
     @property
@@ -318,7 +325,8 @@ class Learner(Trainer):
         self._mark_first_update()
         stats.update({"fps/sampling": steps / max(1e-9, collected - started),
                       "fps/learning": stats.get("samples", 0.0) / max(1e-9, updated - collected),
-                      "fps/overall": steps / max(1e-9, updated - started), "dropped": float(self.dropped),
+                      "fps/overall": steps / max(1e-9, updated - started), "dropped_steps": float(self.dropped),
+                      "collected_steps": float(self.collected),
                       "replaced": float(self.fleet.replaced)})
         return stats
 
@@ -358,6 +366,7 @@ class Learner(Trainer):
 
     def attach_progress(self, progress: Progress) -> None:
         self.fleet.watch.status_line = progress
+        self.since_line = SinceLine(progress, {"dropped": self.dropped, "collected": self.collected})
 
     def opening_line(self) -> str:
         device = next(self.model.parameters()).device
@@ -421,6 +430,8 @@ class Learner(Trainer):
             fields["kl"] = f"{stats['kl']:.3g}"
         fields.update({"lr": f"{self.update_rule.lr:.2g}",
                        "stale": f"{stats.get('staleness', 0.0):.2f}/{stats.get('staleness_max', 0.0):.0f}"})
+        dropped, collected = self.since_line.grown({"dropped": self.dropped, "collected": self.collected})
+        fields["dropped"] = f"{format_number(dropped)} of {format_number(collected)} steps"
         latest = self.evaluator.latest
         if latest.get("episodes"):
             fields["eval"] = f"{latest['fitness']:.3g}"

@@ -1,10 +1,22 @@
 """An actor's sampling: ``sample.envs`` environments as asyncio tasks, every learner seat recording its steps in a
-lane, one batched forward per round; a segment per policy once every lane holds ``sample.truncation`` steps."""
+lane, one batched forward per round.
+
+A lane is cut into a *part* of ``sample.truncation`` steps the moment it holds one (plus the value after it), and
+parts queue per policy, oldest first. A policy's segment is its next parts, as many as it has lanes, side by side: a
+lane whose environment waits (a late answer, a hitching step) does not hold the others, whose next parts fill the
+segment meanwhile, and its own part comes later, judged by its own age (:meth:`Segment.trimmed`). Weights arrive
+between segments, so every lane acts with weights as new as the segments are frequent.
+
+With ``sample.sync`` a lane makes one part per segment and waits for the next weights; a policy's segment is then its
+parts of this round, or, once every lane still missing has not stepped for a hitch (``mdp.hitch`` seconds, and 8×
+the actor's mean environment call), the parts there are: the late lane's part goes into a later segment.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import math
 import time
 from typing import Any, Coroutine, Mapping, Sequence
 
@@ -33,11 +45,12 @@ class SlotSampler:
         off_policy: lanes keep the next observations (replay).
         central: ``model.central_value`` (controllers carry the global state).
         version: the weights' version the first steps are tagged with.
+        hitch: ``mdp.hitch``, seconds without a step after which a lane is late (None: never).
     """
 
     def __init__(self, mdps: list[MDP], mdp_config: Mapping[str, Any], sample: SampleSettings, seating: Seating,
                  members: Mapping[str, ActorCritic], policies: Mapping[str, BatchPolicy], off_policy: bool,
-                 central: bool, version: int) -> None:
+                 central: bool, version: int, hitch: float | None = None) -> None:
         self.mdps, self.mdp_config = mdps, mdp_config
         self.truncation, self.sync = sample.truncation, sample.sync   # sync: a lane waits for the next segment
         self.seating, self.members, self.policies = seating, members, policies
@@ -49,6 +62,9 @@ class SlotSampler:
         self.failure: BaseException | None = None
         self.first_step_at: float | None = None       # wall-clock time of this actor's first env step
         self.slowest = 0.0                            # seconds of the slowest environment call since the last segments
+        self.paused_at: float | None = None           # when the previous segment was handed over (none: running)
+        self.lateness = Lateness(hitch)
+        self.recheck: asyncio.TimerHandle | None = None   # looks again once the missing lanes are late (sync)
         self.build_lanes()
 
     def build_lanes(self) -> None:
@@ -67,22 +83,29 @@ class SlotSampler:
             self.slot_lanes.append(list(range(len(self.lane_policy), len(self.lane_policy) + len(seats))))
             self.lane_policy += [self.seating.seat_policy[seat] for seat in seats]
         self.lanes = [Lane(self.off_policy) for _ in self.lane_policy]
-        self.results: list[tuple[str, EpisodeResult]] = []   # (policy, training episode) since the last segment
-        self.steps: collections.Counter[str] = collections.Counter()   # env steps per policy since the last one
+        self.policy_lanes = {name: [lane for lane, own in enumerate(self.lane_policy) if own == name]
+                             for name in self.members}
+        self.parts: dict[str, collections.deque[tuple[int, dict[str, Any]]]] = {
+            name: collections.deque() for name in self.members}   # (lane, Lane.take()) per policy, oldest first
+        self.stepped = [time.monotonic()] * len(self.lanes)   # when each lane last stepped (pauses left out)
+        self.controllers: dict[int, Controller] = {}        # the controller each lane plays now
+        self.results: list[tuple[str, EpisodeResult]] = []   # (policy, training episode) since its last segment
+        self.steps: collections.Counter[str] = collections.Counter()   # env steps per policy since its last one
         self.failure = None
-        self.ready: asyncio.Future[None] | None = None      # the segments in the making are complete
+        self.ready: asyncio.Future[None] | None = None      # a segment is complete
 
     def next_segments(self, report_after: float | None = None) -> list[Segment] | None:
-        """Run the environments until every lane holds ``sample.truncation`` steps more; a segment ``[T, L]`` per
-        policy (in the order of ``members``) with its finished episodes and env steps. With ``report_after``
-        (seconds): None when the segments are not complete by then (the caller reports :meth:`progress`; the next
-        call goes on with the same segments)."""
+        """Run the environments until a policy's segment ``[T, L]`` is complete (see the module's docstring); a
+        segment per complete policy (in the order of ``members``) with its finished episodes and env steps since its
+        previous one. With ``report_after`` (seconds): None when none is complete by then (the caller reports
+        :meth:`progress`; the next call goes on)."""
         if self.failure is not None:
             raise self.failure
         if not self.tasks:
             self.tasks = [self.loop.create_task(self._run_slot(slot)) for slot in range(len(self.mdps))]
             for task in self.tasks:
                 task.add_done_callback(self._on_slot_done)
+        self._resume()
         if self.ready is None or self.ready.done():   # a new segment (else: the one a report interrupted)
             self.ready = self.loop.create_future()
             self.round.set()                          # lanes waiting for this segment go on (sample.sync)
@@ -90,7 +113,7 @@ class SlotSampler:
             self._check_ready()
         timer = None if report_after is None else self.loop.call_later(report_after, self.loop.stop)
         try:
-            self.loop.run_until_complete(self.ready)  # stops the turn the segments are complete (or failed)
+            self.loop.run_until_complete(self.ready)  # stops the turn a segment is complete (or failed)
         except RuntimeError:
             if self.ready.done():                     # an environment's failure
                 raise
@@ -98,24 +121,94 @@ class SlotSampler:
         finally:
             if timer is not None:
                 timer.cancel()
-        segments = [self._segment_of(name) for name in self.members]
-        self.results, self.steps = [], collections.Counter()
+            self.paused_at = time.monotonic()
+        segments = [self._segment_of(name) for name in self.members if self._complete(name)]
         self.slowest = 0.0
         return segments
 
-    def progress(self) -> dict[str, float]:
+    def progress(self) -> dict[str, Any]:
         """Where the segments in the making stand: env steps and finished episodes since the last segments, lanes
-        complete (of all), the slowest environment call since the last segments (seconds)."""
-        complete = sum(1 for lane in self.lanes if lane.ready(self.truncation))
+        with a part waiting (of all), the slowest environment call since the last segments (seconds), and the lanes
+        that are late (:meth:`late`)."""
+        queued = sum(len(parts) for parts in self.parts.values())
         return {"steps": float(sum(self.steps.values())), "episodes": float(len(self.results)),
-                "lanes_ready": float(complete), "lanes": float(len(self.lanes)), "slowest_step": self.slowest}
+                "lanes_ready": float(min(queued, len(self.lanes))), "lanes": float(len(self.lanes)),
+                "slowest_step": self.slowest, "late": self.late()}
+
+    def late(self) -> list[list[Any]]:
+        """The late lanes by where they wait: ``[[location, lanes, seconds the longest has waited], ...]``, longest
+        first (the environment's :meth:`~lamarckian.mdp.Controller.location`: a game server's address, a gymnasium
+        id)."""
+        now, places = self._now(), dict[str, list[Any]]()
+        for lane, since in enumerate(self.stepped):
+            if not self.lateness.late(now - since):
+                continue
+            controller = self.controllers.get(lane)
+            place = places.setdefault(controller.location() if controller is not None else "between episodes",
+                                      [0, 0.0])
+            place[0] += 1
+            place[1] = max(place[1], now - since)
+        return sorted(([where, count, round(waited, 3)] for where, (count, waited) in places.items()),
+                      key=lambda item: -item[2])
 
     def _segment_of(self, policy: str) -> Segment:
-        """The next ``sample.truncation`` steps of the lanes ``policy`` plays, with its finished episodes."""
-        lanes = [lane.take(self.truncation) for lane, own in zip(self.lanes, self.lane_policy) if own == policy]
-        segment = stack_lanes(lanes, self.steps[policy], [result for own, result in self.results if own == policy])
+        """The next parts of ``policy`` (as many as it has lanes, or all it has), with its finished episodes and env
+        steps since its previous segment."""
+        parts = self.parts[policy]
+        taken = [parts.popleft()[1] for _ in range(min(len(parts), len(self.policy_lanes[policy])))]
+        segment = stack_lanes(taken, self.steps.pop(policy, 0), [result for own, result in self.results
+                                                                   if own == policy])
+        self.results = [(own, result) for own, result in self.results if own != policy]
         segment.policy = policy
         return segment
+
+    def _complete(self, policy: str) -> bool:
+        """``policy``'s segment can go: a part for each of its lanes, or some parts and every lane without one late."""
+        parts, lanes = self.parts[policy], self.policy_lanes[policy]
+        if len(parts) >= len(lanes):
+            return True
+        if not parts or self.lateness.hitch is None:
+            return False
+        queued = {lane for lane, _ in parts}
+        now = self._now()
+        return all(self.lateness.late(now - self.stepped[lane]) for lane in lanes if lane not in queued)
+
+    def _check_ready(self) -> None:
+        if self.ready is None or self.ready.done():
+            return
+        if any(self._complete(name) for name in self.members):
+            self.ready.set_result(None)
+            return
+        self._look_again()
+
+    def _look_again(self) -> None:
+        """When a policy has parts but waits for lanes that may turn late: look again the moment they all would be."""
+        if self.recheck is not None:
+            self.recheck.cancel()
+            self.recheck = None
+        if self.lateness.hitch is None:
+            return
+        due = []
+        for name, parts in self.parts.items():
+            if parts:
+                queued = {lane for lane, _ in parts}
+                missing = [self.stepped[lane] for lane in self.policy_lanes[name] if lane not in queued]
+                if missing:
+                    due.append(max(missing))
+        if due:
+            delay = min(due) + self.lateness.after() - self._now()
+            self.recheck = self.loop.call_later(max(0.0, delay) + 1e-3, self._check_ready)
+
+    def _resume(self) -> None:
+        """Sampling goes on: the time since the previous segment was handed over (the actor waited for the learner,
+        its environments did not act) does not count against any lane."""
+        if self.paused_at is not None:
+            pause, self.paused_at = time.monotonic() - self.paused_at, None
+            self.stepped = [since + pause for since in self.stepped]
+
+    def _now(self) -> float:
+        """Monotonic seconds, as :attr:`stepped` counts them (a pause since the last segment left out)."""
+        return self.paused_at if self.paused_at is not None else time.monotonic()
 
     def _on_slot_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled():
@@ -123,11 +216,6 @@ class SlotSampler:
         self.failure = task.exception() or RuntimeError("an environment task ended")
         if self.ready is not None and not self.ready.done():
             self.ready.set_exception(self.failure)
-
-    def _check_ready(self) -> None:
-        if self.ready is not None and not self.ready.done() and all(
-                lane.ready(self.truncation) for lane in self.lanes):
-            self.ready.set_result(None)
 
     async def _run_slot(self, slot: int) -> None:
         mdp, lanes, seating = self.mdps[slot], self.slot_lanes[slot], self.seating
@@ -155,13 +243,15 @@ class SlotSampler:
 
     async def _learn(self, controller: Controller, lane_index: int) -> None:
         """Play one seat for the learner (its lane's policy), recording its steps in lane ``lane_index``, which also
-        tags its requests (its recurrent memory, its ε)."""
+        tags its requests (its recurrent memory, its ε); a part goes to its policy's queue the moment the lane holds
+        one."""
         lane, policy_name = self.lanes[lane_index], self.lane_policy[lane_index]
         model, policy = self.members[policy_name], self.policies[policy_name]
-        batcher = model.batcher
+        batcher, lateness = model.batcher, self.lateness
         memory = policy if isinstance(policy, RecurrentPolicy) else None
         if memory is not None:
             memory.reset(lane_index)                    # an episode starts from the zero state
+        self.controllers[lane_index] = controller
         self.inference.register()
         try:
             while await controller.ready():
@@ -169,13 +259,19 @@ class SlotSampler:
                 state = None if memory is None else memory.state(lane_index)
                 action, log_prob, value = await self.inference.act(policy, observation, lane_index)
                 lane.decide(observation, action, log_prob, value, self.version, state)
-                if len(lane.values) == self.truncation + 1:  # this lane just filled: maybe all have
+                if len(lane.values) > self.truncation:  # a part (its steps and the value after): cut it
+                    self.parts[policy_name].append((lane_index, lane.take(self.truncation)))
                     self._check_ready()
                     if self.sync:
                         action = await self._decide_again(lane, policy, observation, lane_index, memory)
-                began = time.monotonic()
+                self.stepped[lane_index] = began = time.monotonic()
                 await controller(model.env_action(action))
-                self.slowest = max(self.slowest, time.monotonic() - began)
+                took = time.monotonic() - began
+                if took > self.slowest:
+                    self.slowest = took
+                    if lateness.hitch is not None and took > lateness.hitch:
+                        controller.hitched(took)        # a blocking environment moves to a thread of its own
+                lateness.mean_call += lateness.WEIGHT * (took - lateness.mean_call)
                 if self.first_step_at is None:
                     self.first_step_at = time.time()
                 self.steps[policy_name] += 1
@@ -184,16 +280,18 @@ class SlotSampler:
                 final = batcher.convert(controller.get_state())
                 lane.set_final((await self.inference.act(policy, final, lane_index))[2], final)
         finally:
+            self.controllers.pop(lane_index, None)
             self.inference.unregister()
 
     async def _decide_again(self, lane: Lane, policy: BatchPolicy, observation: np.ndarray, lane_index: int,
                             memory: RecurrentPolicy | None) -> np.ndarray:
-        """``sample.sync``: the lane's segment is complete and its newest decision only gave the bootstrap value;
+        """``sample.sync``: the lane's part is complete and its newest decision only gave the bootstrap value;
         wait for the next segment and, if new weights came meanwhile, decide that step again with them (the next
-        segment then holds no step of older weights); a recurrent policy (its ``memory``) decides it from the state it
-        had before the step (the one the segment records). The action to take."""
+        part then holds no step of older weights); a recurrent policy (its ``memory``) decides it from the state it
+        had before the step (the one the part records). The action to take."""
         version = self.version
         await self.round.wait()
+        self.stepped[lane_index] = time.monotonic()     # it waited for the learner, not for its environment
         action = lane.actions[-1]
         if self.version != version:
             if memory is not None:
@@ -222,3 +320,26 @@ class SlotSampler:
         self.loop.close()
         for mdp in self.mdps:
             mdp.close()
+
+
+class Lateness:
+    """When a lane is late: it has not stepped for ``hitch`` seconds (``mdp.hitch``) and for 8× the actor's mean
+    environment call (an environment whose every step is slow is not late).
+
+    Args:
+        hitch: seconds (None: no lane is ever late).
+    """
+
+    CALLS = 8.0          # a lane is late after this many mean environment calls without a step (and the hitch)
+    WEIGHT = 0.01        # of the newest call in :attr:`mean_call` (the sampler adds each call in)
+
+    def __init__(self, hitch: float | None) -> None:
+        self.hitch = hitch
+        self.mean_call = 0.0     # seconds, a running mean of the actor's environment calls
+
+    def after(self) -> float:
+        """Seconds without a step after which a lane is late (infinite without a hitch)."""
+        return math.inf if self.hitch is None else max(self.hitch, self.CALLS * self.mean_call)
+
+    def late(self, waited: float) -> bool:
+        return waited > self.after()

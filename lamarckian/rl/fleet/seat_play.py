@@ -4,6 +4,7 @@ plays (wrapped as ``mdp`` configures them), and the end of an actor's event loop
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, Mapping
 
 from ...mdp import MDP, Controller, Episode, wrap_controller
@@ -21,9 +22,10 @@ def wrap_controllers(episode: Episode, mdp: MDP, mdp_config: Mapping[str, Any], 
 
 
 async def play_seat(controller: Controller, policy: BatchPolicy, model: ActorCritic, inference: BatchedInference,
-                    tag: int = 0, max_steps: int = 0) -> bool:
+                    tag: int = 0, max_steps: int = 0, hitch: float | None = None) -> bool:
     """Act for one seat with ``policy`` (requests tagged ``tag``: a recurrent memory, a stacked policy's index)
-    until the episode ends or, with ``max_steps`` > 0, that many decisions were made; whether the cap ended it."""
+    until the episode ends or, with ``max_steps`` > 0, that many decisions were made; whether the cap ended it. A
+    call longer than ``hitch`` seconds (``mdp.hitch``) is told to the seat (:meth:`Controller.hitched`)."""
     memory = policy if isinstance(policy, RecurrentPolicy) else None
     if memory is not None:
         memory.reset(tag)
@@ -35,7 +37,11 @@ async def play_seat(controller: Controller, policy: BatchPolicy, model: ActorCri
                 return True
             observation = model.batcher.convert(controller.get_state())
             action = (await inference.act(policy, observation, tag))[0]
+            began = time.monotonic()
             await controller(model.env_action(action))
+            took = time.monotonic() - began
+            if hitch is not None and took > hitch:
+                controller.hitched(took)
             steps += 1
         return False
     finally:

@@ -1,9 +1,11 @@
-"""What the learner knows of its actors while an iteration collects, said when no iteration finishes in time.
+"""What the learner knows of its actors while an iteration collects, said when no update happens in time.
 
 An actor whose segments are not complete after a few seconds sends a progress report instead (:func:`report`: the
-env steps and episodes so far, the slowest environment call, what its environments counted: lost episodes by
-cause), then goes on with the same segments. The learner's :class:`StallWatch` adds reports and segments up per
-actor. When an iteration has collected for ``sample.stall`` seconds it prints what the run waits for (every
+env steps and episodes so far, the slowest environment call, the late lanes and where they wait, what its
+environments counted: lost episodes by cause), then goes on with the same segments. Segments whose weights are too
+old for the learner are dropped and counted here, so a run whose env steps go on while no update is made says why.
+The learner's :class:`StallWatch` adds reports and segments up per actor. When an iteration has collected for
+``sample.stall`` seconds it prints what the run waits for (every
 ``sample.stall`` seconds while it lasts); when not one env step finished in that time (environments that do not
 return), or in half of it while every episode was lost, the run cannot progress and
 :class:`~lamarckian.errors.NoProgress` ends it with the reason.
@@ -44,6 +46,8 @@ class ActorView:
         lost: episodes its environments lost, by cause.
         slowest: seconds of the slowest environment call it reported.
         lanes: (complete, all) lanes of its newest report.
+        late: its newest report's late lanes by where they wait (:meth:`SlotSampler.late`).
+        dropped: env steps of its segments dropped as stale.
     """
 
     heard: float
@@ -54,6 +58,8 @@ class ActorView:
     lost: dict[str, float] = dataclasses.field(default_factory=dict)
     slowest: float = 0.0
     lanes: tuple[float, float] | None = None
+    late: list[list[Any]] = dataclasses.field(default_factory=list)
+    dropped: float = 0.0
     messages: int = 0
 
     @property
@@ -106,12 +112,13 @@ class StallWatch:
         self.moved = False            # an env step finished since the iteration began
         self.messages = 0             # messages since the iteration began
         self.lost: dict[str, float] = {}    # episodes lost since the iteration began, by cause
+        self.dropped = 0.0            # env steps dropped as stale since the iteration began
 
     def begin(self, need: int, limit: float) -> None:
         """An iteration starts collecting ``need`` env steps, for ``limit`` seconds before the console hears of it."""
         self.started = self.told = self.clock()
         self.need, self.limit = need, limit
-        self.moved, self.messages, self.lost = False, 0, {}
+        self.moved, self.messages, self.lost, self.dropped = False, 0, {}, 0.0
 
     def _view(self, actor: int | None) -> ActorView | None:
         if actor is None:                   # a message of an actor that has left the fleet
@@ -125,13 +132,17 @@ class StallWatch:
         views = sorted(self.actors.items())
         self.actors = {index - (index > actor): view for index, view in views if index != actor}
 
-    def segment(self, actor: int | None, steps: int, episodes: int, counters: Mapping[str, float]) -> None:
-        """Actor ``actor`` sent segments of ``steps`` env steps in which ``episodes`` ended."""
+    def segment(self, actor: int | None, steps: int, episodes: int, counters: Mapping[str, float],
+                dropped: int = 0) -> None:
+        """Actor ``actor`` sent segments of ``steps`` env steps in which ``episodes`` ended; ``dropped`` of those
+        env steps came too old for the learner."""
+        self.dropped += dropped
         view = self._view(actor)
         if view is None:
             return
         self._heard(view, counters)
         view.sent += steps
+        view.dropped += dropped
         self.moved = self.moved or steps > 0
         view.episodes += episodes
         view.making = view.making_episodes = 0.0
@@ -149,6 +160,8 @@ class StallWatch:
         view.making_episodes = float(progress.get("episodes", 0.0))
         view.slowest = max(view.slowest, float(progress.get("slowest_step", 0.0)))
         view.lanes = (float(progress.get("lanes_ready", 0.0)), float(progress.get("lanes", 0.0)))
+        late = progress.get("late")
+        view.late = [list(place) for place in late] if isinstance(late, list) else []
 
     def show(self, fields: Mapping[str, str]) -> None:
         """Put ``fields`` on the status line beside its others (before the iteration ends)."""
@@ -184,8 +197,10 @@ class StallWatch:
         if not self.moved:
             raise NoProgress(self._why_stuck(waited, in_flight))
         lines = [self._actor_line(index, flying, now) for index, flying in enumerate(in_flight)]
-        self.say(f"no iteration for {waited:.0f} s (sample.stall={self.limit:g}): the batch has "
-                 f"{format_number(collected)} of {format_number(self.need)} env steps; " + "; ".join(lines))
+        stale = (f"; {format_number(self.dropped)} env steps came from weights too old for the learner "
+                 "(rl.ppo.max_staleness) and were dropped") if self.dropped else ""
+        self.say(f"no update for {waited:.0f} s (sample.stall={self.limit:g}): the batch has "
+                 f"{format_number(collected)} of {format_number(self.need)} env steps{stale}; " + "; ".join(lines))
 
     def _actor_line(self, index: int, in_flight: int, now: float) -> str:
         view = self.actors.get(index)
@@ -202,6 +217,11 @@ class StallWatch:
         if view.lanes is not None:
             parts.append(f"{view.lanes[0]:.0f} of {view.lanes[1]:.0f} lanes full")
         parts.append(f"slowest env step {view.slowest:.2f} s")
+        for where, count, waited in view.late:
+            parts.append(f"{count:.0f} episode{'s' * (count != 1)} wait{'s' * (count == 1)} on {where} (the longest "
+                         f"{waited:.1f} s)")
+        if view.dropped:
+            parts.append(f"{format_number(view.dropped)} of its env steps dropped as stale")
         silent = now - view.heard
         if silent > self.limit / 2:
             parts.append(f"silent for {silent:.0f} s (an environment call that has not returned?)")

@@ -37,7 +37,7 @@ def test_one_segment_per_actor_and_batch_comes_from_its_batchs_weights_too():
 
 
 def test_no_segment_is_dropped(synchronous):
-    assert synchronous[-1]["dropped"] == 0
+    assert synchronous[-1]["dropped_steps"] == 0
 
 
 def test_without_sync_the_actors_sample_ahead():
