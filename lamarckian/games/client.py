@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from ..config.sections import Section
 from . import protocol
-from .launch import Launcher, probe_hello
+from .launch import Launcher
 from .protocol import ProtocolViolation
 
 BACKOFF = (0.1, 2.0)       # seconds between connection attempts: first, at most (doubling)
@@ -114,12 +114,8 @@ def tls_context(settings: GameSettings) -> ssl.SSLContext | None:
 
 def fetch_hello(settings: GameSettings) -> dict[str, Any]:
     """Connect once with a blocking socket and return the server's ``hello`` (the players' spaces); ValueError
-    naming the address when it cannot be reached (or is not set), PermissionError when the secret is refused.
-    With ``launch``: one instance launched for it and stopped (the secret file written where it is missing)."""
-    if settings.launch is not None:
-        secret_file = Path(settings.secret).expanduser()
-        protocol.write_secret(secret_file)
-        return probe_hello(settings.launch, secret_file, Path(settings.logs).expanduser(), settings.start_timeout)
+    naming the address when it cannot be reached (or is not set), PermissionError when the secret is refused. (With
+    ``launch`` the hello comes from the launched instance: :meth:`Launcher.hello`.)"""
     if settings.address is None:
         raise ValueError("mdp.game.address: set it to the tcp://HOST:PORT that the game server printed, or "
                          "mdp.game.launch to the command that starts it")
@@ -280,11 +276,11 @@ class GameClient:
 
     def __init__(self, settings: GameSettings, hello: Mapping[str, Any]) -> None:
         self.settings, self.hello = settings, hello
-        self.launcher = settings.launcher()
+        self.launched = settings.launch is not None
         self.secret = protocol.read_secret(settings.secret)
         self.max_frame = int(hello.get("max_frame", protocol.DEFAULT_MAX_FRAME))
         self.per_connection = int(hello.get("max_episodes", 2**31))
-        count = settings.connections * (settings.instances if self.launcher is not None else 1)
+        count = settings.connections * (settings.instances if self.launched else 1)
         self.connections: list[GameConnection | None] = [None] * count
         self.attempts: list[asyncio.Task | None] = [None] * count
         self.slots = asyncio.Semaphore(min(settings.max_episodes, count * self.per_connection))
@@ -303,7 +299,8 @@ class GameClient:
     def _address(self, index: int) -> str | None:
         """Where slot ``index`` connects: ``mdp.game.address``, or the launched instance ``index`` falls to (None
         while it starts)."""
-        return self.settings.address if self.launcher is None else self.launcher.address(index)
+        launcher = self.settings.launcher()
+        return self.settings.address if launcher is None else launcher.address(index)
 
     async def _connect(self, index: int) -> GameConnection:
         """Connect slot ``index``, retrying with backoff until it works (the caller bounds the wait)."""

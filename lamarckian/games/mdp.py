@@ -185,9 +185,12 @@ class GameMDP(EpisodeCounts, MDP):
 
     def __init__(self, settings: GameSettings, seed: int | None = None) -> None:
         self.settings, self.seed = settings, seed
+        self.launcher = settings.launcher()          # mdp.game.launch: this process's instances, held until close()
+        if self.launcher is not None:
+            self.launcher.acquire()
         key = (settings.address, settings.launch, settings.secret, settings.tls)
         if key not in _hellos:
-            _hellos[key] = fetch_hello(settings)
+            _hellos[key] = fetch_hello(settings) if self.launcher is None else self.launcher.hello()
         self.hello = _hellos[key]
         described = protocol.player_specs(self.hello)
         self.specs = [PlayerSpec(observation, action) for _, observation, action in described]
@@ -200,6 +203,12 @@ class GameMDP(EpisodeCounts, MDP):
 
     def describe(self) -> list[PlayerSpec]:
         return self.specs
+
+    def close(self) -> None:
+        """Done with the launched instances (the last environment of the process to close ends them: SIGTERM)."""
+        launcher, self.launcher = self.launcher, None
+        if launcher is not None:
+            launcher.release()
 
     def seat_names(self) -> list[str]:
         """The names the game server gave its seats (``hello.players[i].name``)."""

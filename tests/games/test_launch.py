@@ -98,12 +98,13 @@ def test_an_instance_that_fails_at_once_says_why_and_backs_off(tmp_path, caplog)
     caplog.set_level(logging.WARNING, logger="lamarckian.games")
     failing = Launcher([sys.executable, "-c", "import sys; sys.exit('no level file {port}')"], 1,
                        tmp_path / "game.secret", tmp_path / "logs", start_timeout=DEADLINE, timeout=1.0)
+    failing.address(0)                                 # the instances start when first asked for
     try:
         wait_for(lambda: len([r for r in caplog.records if "game instance 0" in r.getMessage()]) >= 2, "two lines")
     finally:
         failing.close()
     lines = [r.getMessage() for r in caplog.records if "game instance 0" in r.getMessage()]
-    assert "exited with code 1 while starting; its stderr ends: no level file" in lines[0]
+    assert re.search(r"exited with code 1 while starting; its stderr \(\S+\.stderr\) says: no level file", lines[0])
     assert [re.search(r"again in (\d+) s", line).group(1) for line in lines[:2]] == ["1", "2"]
 
 
@@ -184,3 +185,53 @@ def games(secret: Path) -> list[int]:
             if "lamarckian.games\0serve" in command and str(secret) in command and alive(int(entry.name)):
                 found.append(int(entry.name))
     return sorted(found)
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    """train.py with 2 launched servers that note their starts and their saves on SIGTERM, one actor, no evaluation
+    actor, to its third update: (exit code, the notes, the logs folder, train.py's stderr)."""
+    folder = tmp_path_factory.mktemp("short_run")
+    notes, logs = folder / "notes", folder / "logs"
+    command = " ".join([sys.executable, str(ROOT / "tests" / "games" / "saving_server.py"), str(notes), *serve()[3:]])
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "-c", "mdp/game/cartpole.yml", "-m", f"mdp.game.launch={command}",
+         "mdp.game.instances=2", f"mdp.game.secret={folder / 'game.secret'}", f"mdp.game.logs={logs}",
+         f"root={folder / 'run'}", "sample.actors=1", "sample.envs=8", "train.batch=256", "evaluator.episodes=0",
+         "evaluator.terminate=self.iteration >= 3"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
+    return done.returncode, notes.read_text().split(), logs, done.stderr
+
+
+def test_a_run_ends(short_run):
+    code, _, _, errors = short_run
+    assert code == 0, errors[-3000:]
+
+
+def test_each_instance_starts_once(short_run):
+    """The learner's process reads the spaces from one instance; the actor keeps its instance 0 for play: 1 + 2."""
+    assert short_run[1].count("started") == 3
+
+
+def test_every_instance_gets_sigterm_and_ends_on_its_own(short_run):
+    assert short_run[1].count("saved") == 3
+
+
+def test_an_instances_stdout_goes_to_the_logs_folder(short_run):
+    printed = " ".join(path.read_text() for path in short_run[2].glob("*.stdout"))
+    assert "serving tcp://127.0.0.1:" in printed
+
+
+def test_a_launch_that_fails_at_once_quotes_the_first_lines_of_its_stderr_and_names_the_file(tmp_path):
+    """A program that prints its cause first, then its usage (as Go's flag package does): the cause is quoted."""
+    script = tmp_path / "fails.py"
+    script.write_text("import sys\nprint('flag provided but not defined: -bind', file=sys.stderr)\n"
+                      "for i in range(20):\n    print(f'  -option{i} string', file=sys.stderr)\nsys.exit(2)\n")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "-c", "mdp/game/cartpole.yml", "-m",
+         f"mdp.game.launch={sys.executable} {script} --bind 127.0.0.1:{{port}}", f"mdp.game.logs={tmp_path / 'logs'}",
+         f"mdp.game.secret={tmp_path / 'game.secret'}", f"root={tmp_path / 'run'}"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "flag provided but not defined: -bind" in done.stderr
+    assert re.search(r"its stderr \(\S+/logs/game-\S+\.stderr\)", done.stderr)

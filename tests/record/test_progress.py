@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from lamarckian.record import Progress, StepRate
+from lamarckian.record import Progress, SinceLine, StepRate
 
 
 def printed_within(capsys, seconds: float) -> str:
@@ -48,3 +48,16 @@ def test_the_rate_is_measured_over_the_last_ten_seconds():
 def test_an_iteration_that_ends_at_once_shows_no_rate():
     rate = StepRate(100.0, 50_000)                   # a resume: segments in flight make the first iteration instant
     assert rate.text(100.001, 54_096) == "-"
+
+
+def test_counts_since_the_last_line_start_again_after_each_line():
+    progress = Progress(False)
+    since = SinceLine(progress, {"updates": 10})
+    since.grown({"updates": 14})
+    progress.print("an evaluation's line")           # shows the counts of the call before it
+    assert since.grown({"updates": 20}) == [6]
+
+
+def test_counts_since_the_start_before_any_line():
+    since = SinceLine(Progress(False), {"updates": 10})
+    assert since.grown({"updates": 14}) == [4]

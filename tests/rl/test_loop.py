@@ -4,6 +4,7 @@ and the files written before it), resume of everything a run shows, Ctrl-C, proc
 from __future__ import annotations
 
 import csv
+import re
 import sys
 from pathlib import Path
 
@@ -256,3 +257,21 @@ def test_the_done_line_names_the_evaluation_the_stop_rule_acted_on_and_the_final
     assert code == 0
     assert "(on the eval of iter 1 @ " in done[0]
     assert "; the final weights: fitness " in done[0]
+
+
+def test_each_line_counts_the_updates_since_the_line_above_it(tmp_path, capsys):
+    code = train_main(["-c", "mdp/gym.yml", "--debug", "-m", f"root={tmp_path}", "evaluator.episodes=2",
+                       "sample.envs=2", "train.batch=128", "evaluator.terminate=self.iteration >= 6"])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("iter ")]
+    shown = [tuple(int(n) for n in re.match(r"iter (\d+) \(\+(\d+)\)", line).groups()) for line in lines]
+    assert code == 0
+    assert len(shown) >= 2
+    assert [now - before for (before, _), (now, _) in zip(shown, shown[1:])] == [grown for _, grown in shown[1:]]
+
+
+def test_the_status_line_says_how_many_env_steps_were_dropped_as_stale(tmp_path, capsys):
+    code = train_main(["-c", "mdp/gym.yml", "--debug", "-m", f"root={tmp_path}", "evaluator.episodes=2",
+                       "sample.envs=2", "train.batch=128", "evaluator.terminate=self.iteration >= 2"])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("iter ")]
+    assert code == 0
+    assert re.search(r"\| dropped \d+ of [\d.k]+ steps \|", lines[-1])

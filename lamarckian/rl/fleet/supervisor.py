@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0             # between looks for a replacement while the fleet has no actor
 EVALUATION_ACTOR = 1_000_000     # the index (seed stream) of the evaluation actor, apart from the fleet's
+GRACEFUL_CLOSE_SECONDS = 10.0    # a Ray actor's close at the end of a run (its launched games' SIGTERM grace, 5 s)
 
 #: what a new actor of index ``i`` is built from: ``Actor(*arguments(i))``
 ActorArguments = Callable[[int], tuple[Any, ...]]
@@ -232,6 +233,11 @@ class ActorFleet:
         else:
             import ray
 
+            if graceful:                 # its environments close first (launched games get SIGTERM, then SIGKILL)
+                try:
+                    ray.get(actor.close.remote(), timeout=GRACEFUL_CLOSE_SECONDS)
+                except Exception as error:  # noqa: BLE001 - a dead or hung actor is killed all the same
+                    log.warning("an actor did not close within %g s (%s): killed", GRACEFUL_CLOSE_SECONDS, error)
             ray.kill(actor, no_restart=True)
 
     def close(self) -> None:

@@ -167,3 +167,35 @@ def test_environments_that_never_return_stop_the_run(tmp_path):
     completed = train(tmp_path, "mdp.create=tests.plugins.tasks:Stuck", "mdp.kwargs={after: 3}", "sample.stall=8")
     assert completed.returncode == 1, completed.stderr[-2000:]
     assert "no actor has sent anything" in completed.stderr, completed.stderr[-2000:]
+
+
+def test_updates_that_stop_while_env_steps_go_on_are_said_with_the_steps_dropped_as_stale():
+    watch, clock, said = watch_of()
+    watch.segment(0, 2048, 3, {}, dropped=2048)
+    clock.now = 61.0
+    watch.check(0, [2])
+    assert "no update for 61 s (sample.stall=60)" in said[0]
+    assert "2.05k env steps came from weights too old for the learner" in said[0]
+
+
+def test_the_line_names_where_late_episodes_wait_and_for_how_long():
+    watch, clock, said = watch_of()
+    report = progress_report(300)
+    report[stall.REPORT]["late"] = [["game server 127.0.0.1:4242", 3.0, 12.5]]
+    watch.report(0, report)
+    clock.now = 61.0
+    watch.check(300, [2])
+    assert "3 episodes wait on game server 127.0.0.1:4242 (the longest 12.5 s)" in said[0]
+
+
+def test_an_actor_reports_its_late_lanes_and_where_they_wait():
+    """A sampler whose one episode has not stepped for longer than mdp.hitch names it in its progress report."""
+    actor = Actor(load(["mdp/gym.yml"], ["sample.envs=2", "sample.truncation=8", "mdp.hitch=0.01"]), 0)
+    try:
+        actor.sample()
+        sampler = actor.sampler
+        sampler.stepped[0] -= 5.0                    # lane 0 last stepped 5 s ago (of sampling time)
+        late = sampler.progress()["late"]
+    finally:
+        actor.close()
+    assert late[0][:2] == ["CartPole-v1", 1]
