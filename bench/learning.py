@@ -14,6 +14,7 @@ it, and the whole process wall time (start-up included). Draws the learning curv
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import subprocess
@@ -34,16 +35,17 @@ TASKS = {"CartPole-v1": ("mdp/gym/cartpole.yml", 475.0, "rl/ppo.yml"),
 
 def run(files: list[str], threshold: float, seed: int, limit: float, root: Path,
         changes: tuple[str, ...] = ("evaluator.interval=2", "evaluator.episodes=10"),
-        metric: str = "fitness") -> dict[str, float]:
-    """``train.py -c <files> -m <changes>`` in a subprocess until the evaluation's ``metric`` (``fitness``: the
-    return; ``win``: the win rate) reaches ``threshold`` or ``limit`` training seconds pass: seconds and env steps to
-    the threshold (nan: not reached), the process's wall time, the evaluation curve."""
+        metric: str = "fitness", checkout: Path = REPOSITORY) -> dict[str, float]:
+    """``train.py -c <files> -m <changes>`` of ``checkout`` (its own package first on the path) in a subprocess until
+    the evaluation's ``metric`` (``fitness``: the return; ``win``: the win rate) reaches ``threshold`` or ``limit``
+    training seconds pass: seconds and env steps to the threshold (nan: not reached), the process's wall time, the
+    evaluation curve, the env steps and updates per training second."""
     started = time.monotonic()
     completed = subprocess.run(
-        [sys.executable, str(REPOSITORY / "train.py"), "-c", *files, "-m",
+        [sys.executable, str(checkout / "train.py"), "-c", *files, "-m",
          f"seed={seed}", f"root={root}", *changes, "evaluator.progress=false", "evaluator.tensorboard=false",
          f"evaluator.terminate=self.{metric} >= {threshold} or self.time > {limit}", "-D"],
-        capture_output=True, text=True, cwd=REPOSITORY)
+        capture_output=True, text=True, cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)})
     wall = time.monotonic() - started
     if completed.returncode != 0:
         raise RuntimeError(f"train.py failed (seed {seed}):\n{completed.stderr[-2000:]}")
@@ -53,7 +55,9 @@ def run(files: list[str], threshold: float, seed: int, limit: float, root: Path,
             "training": reached["time"] - reached["evaluating"] if reached else float("nan"),
             "steps": reached["cost"] if reached else float("nan"),
             "wall": wall, "curve": [(row["cost"], row[metric]) for row in rows],
-            "rate": rows[-1]["cost"] / max(1e-9, rows[-1]["time"] - rows[-1]["evaluating"]) if rows else float("nan")}
+            "rate": rows[-1]["cost"] / max(1e-9, rows[-1]["time"] - rows[-1]["evaluating"]) if rows else float("nan"),
+            "updates": rows[-1]["iteration"] / max(1e-9, rows[-1]["time"] - rows[-1]["evaluating"]) if rows
+            else float("nan")}
 
 
 def plot_panels(panels: list[tuple[str, float | None, list[tuple[str, str | None, list]]]], path: Path,

@@ -119,3 +119,15 @@ def test_a_server_that_dies_and_comes_back_shows_in_the_console_with_the_cause(t
     assert training.returncode == 0, console[-3000:]
     assert re.search(r"game server: 127\.0\.0\.1:\d+ closed the connection", console), console[-3000:]
     assert re.search(r"\| lost \d+: disconnected \d+", console), console[-3000:]
+
+
+def test_a_game_whose_bot_is_built_in_says_its_win_rate_without_naming_an_opponent(tmp_path):
+    """The server plays seat 1 itself (the trainer sees one seat): the trainer chose no opponent, so the evaluation
+    line does not say "vs rule"."""
+    server = ServerProcess(tmp_path, ["--mdp", "pong", "--bot", "1"])
+    learner = Learner(load(["mdp/game/pong.yml"], [f"mdp.game.address={server.address}",
+                                                    f"mdp.game.secret={server.secret}", "ray.local_mode=true"]))
+    line = learner.evaluation_line({"fitness": 1.0, "episodes": 4.0, "win": 0.5})
+    learner.close()
+    server.stop()
+    assert line.endswith("win rate 50%")

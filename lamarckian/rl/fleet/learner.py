@@ -422,7 +422,10 @@ class Learner(Trainer):
     def evaluation_line(self, summary: Mapping[str, float]) -> str:
         win = summary.get("win", math.nan)
         line = super().evaluation_line(summary)
-        return line if math.isnan(win) else f"{line}, win rate {win:.0%} vs {self.evaluator.opponent}"
+        if math.isnan(win):
+            return line
+        against = f" vs {self.evaluator.opponent}" if self.seats > 1 else ""   # one seat: its opponent is the game's
+        return f"{line}, win rate {win:.0%}{against}"
 
     def status(self, stats: Mapping[str, float]) -> dict[str, str]:
         fields = {"return": f"{self.training.get('return', math.nan):.3g}"}
