@@ -89,10 +89,11 @@ class SlotSampler:
             name: collections.deque() for name in self.members}   # (lane, Lane.take()) per policy, oldest first
         self.stepped = [time.monotonic()] * len(self.lanes)   # when each lane last stepped (pauses left out)
         self.controllers: dict[int, Controller] = {}        # the controller each lane plays now
+        self.holding: set[int] = set()                      # lanes waiting for the next segment (sample.sync)
         self.results: list[tuple[str, EpisodeResult]] = []   # (policy, training episode) since its last segment
         self.steps: collections.Counter[str] = collections.Counter()   # env steps per policy since its last one
         self.failure = None
-        self.ready: asyncio.Future[None] | None = None      # a segment is complete
+        self.ready: asyncio.Future[list[str]] | None = None   # the policies whose segment is complete
 
     def next_segments(self, report_after: float | None = None) -> list[Segment] | None:
         """Run the environments until a policy's segment ``[T, L]`` is complete (see the module's docstring); a
@@ -113,7 +114,7 @@ class SlotSampler:
             self._check_ready()
         timer = None if report_after is None else self.loop.call_later(report_after, self.loop.stop)
         try:
-            self.loop.run_until_complete(self.ready)  # stops the turn a segment is complete (or failed)
+            complete = self.loop.run_until_complete(self.ready)   # stops the turn a segment is complete (or failed)
         except RuntimeError:
             if self.ready.done():                     # an environment's failure
                 raise
@@ -122,7 +123,7 @@ class SlotSampler:
             if timer is not None:
                 timer.cancel()
             self.paused_at = time.monotonic()
-        segments = [self._segment_of(name) for name in self.members if self._complete(name)]
+        segments = [self._segment_of(name) for name in complete]  # (a late lane may have stepped since: they stay)
         self.slowest = 0.0
         return segments
 
@@ -141,7 +142,7 @@ class SlotSampler:
         id)."""
         now, places = self._now(), dict[str, list[Any]]()
         for lane, since in enumerate(self.stepped):
-            if not self.lateness.late(now - since):
+            if lane in self.holding or not self.lateness.late(now - since):
                 continue
             controller = self.controllers.get(lane)
             place = places.setdefault(controller.location() if controller is not None else "between episodes",
@@ -169,15 +170,16 @@ class SlotSampler:
             return True
         if not parts or self.lateness.hitch is None:
             return False
-        queued = {lane for lane, _ in parts}
+        waiting = {lane for lane, _ in parts} | self.holding       # lanes not missing: their part is in, or was
         now = self._now()
-        return all(self.lateness.late(now - self.stepped[lane]) for lane in lanes if lane not in queued)
+        return all(self.lateness.late(now - self.stepped[lane]) for lane in lanes if lane not in waiting)
 
     def _check_ready(self) -> None:
         if self.ready is None or self.ready.done():
             return
-        if any(self._complete(name) for name in self.members):
-            self.ready.set_result(None)
+        complete = [name for name in self.members if self._complete(name)]
+        if complete:
+            self.ready.set_result(complete)
             return
         self._look_again()
 
@@ -191,8 +193,8 @@ class SlotSampler:
         due = []
         for name, parts in self.parts.items():
             if parts:
-                queued = {lane for lane, _ in parts}
-                missing = [self.stepped[lane] for lane in self.policy_lanes[name] if lane not in queued]
+                waiting = {lane for lane, _ in parts} | self.holding
+                missing = [self.stepped[lane] for lane in self.policy_lanes[name] if lane not in waiting]
                 if missing:
                     due.append(max(missing))
         if due:
@@ -269,9 +271,10 @@ class SlotSampler:
                 took = time.monotonic() - began
                 if took > self.slowest:
                     self.slowest = took
-                    if lateness.hitch is not None and took > lateness.hitch:
-                        controller.hitched(took)        # a blocking environment moves to a thread of its own
-                lateness.mean_call += lateness.WEIGHT * (took - lateness.mean_call)
+                if lateness.hitch is not None and took > lateness.hitch:
+                    self._hitched(controller, took)
+                else:
+                    lateness.mean_call += lateness.WEIGHT * (took - lateness.mean_call)
                 if self.first_step_at is None:
                     self.first_step_at = time.time()
                 self.steps[policy_name] += 1
@@ -283,6 +286,15 @@ class SlotSampler:
             self.controllers.pop(lane_index, None)
             self.inference.unregister()
 
+    def _hitched(self, controller: Controller, took: float) -> None:
+        """An environment call took ``took`` seconds, longer than ``mdp.hitch``: a blocking environment moves to a
+        thread of its own (:meth:`Controller.hitched`). Where the actor's typical call is slow enough that a thread's
+        handoff costs little beside it (:attr:`Lateness.THREADS_PAY`), every environment of the actor moves at the first
+        hitch (they share its cause: the same simulator), else only the one that hitched."""
+        everyone = self.lateness.mean_call > Lateness.THREADS_PAY
+        for playing in (self.controllers.values() if everyone else (controller,)):
+            playing.hitched(took)
+
     async def _decide_again(self, lane: Lane, policy: BatchPolicy, observation: np.ndarray, lane_index: int,
                             memory: RecurrentPolicy | None) -> np.ndarray:
         """``sample.sync``: the lane's part is complete and its newest decision only gave the bootstrap value;
@@ -290,7 +302,11 @@ class SlotSampler:
         part then holds no step of older weights); a recurrent policy (its ``memory``) decides it from the state it
         had before the step (the one the part records). The action to take."""
         version = self.version
-        await self.round.wait()
+        self.holding.add(lane_index)
+        try:
+            await self.round.wait()
+        finally:
+            self.holding.discard(lane_index)
         self.stepped[lane_index] = time.monotonic()     # it waited for the learner, not for its environment
         action = lane.actions[-1]
         if self.version != version:
@@ -331,11 +347,12 @@ class Lateness:
     """
 
     CALLS = 8.0          # a lane is late after this many mean environment calls without a step (and the hitch)
-    WEIGHT = 0.01        # of the newest call in :attr:`mean_call` (the sampler adds each call in)
+    WEIGHT = 0.01        # of the newest call in :attr:`mean_call` (the sampler adds each call but hitches in)
+    THREADS_PAY = 1e-3   # seconds: a typical environment call this long makes a thread's handoff (~50 µs) cheap
 
     def __init__(self, hitch: float | None) -> None:
         self.hitch = hitch
-        self.mean_call = 0.0     # seconds, a running mean of the actor's environment calls
+        self.mean_call = 0.0     # seconds, a running mean of the actor's environment calls (hitches left out)
 
     def after(self) -> float:
         """Seconds without a step after which a lane is late (infinite without a hitch)."""
