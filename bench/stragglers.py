@@ -2,7 +2,7 @@
 
     python bench/stragglers.py [--tasks cartpole game] [--every 20000 2000 200] [--seconds 0.2 1.5 5]
                                [--seeds 100] [--limit 300] [--checkout DIR] [--plot docs/stragglers.png]
-                               [--json FILE]
+                               [--json FILE] [--merge FILE ...]
 
 A grid of hitch rate (``--every``: one env step in N) × hitch length (``--seconds``), plus the control (no hitch),
 run side by side in one sitting, per task:
@@ -16,7 +16,7 @@ run side by side in one sitting, per task:
 Per cell: training seconds to the threshold (the learner's clock; nan: not within ``--limit``), env steps then, and
 updates per training second, each also as a ratio to the control. ``--checkout`` runs another checkout's train.py
 (the code before a change) on the same grid. The plot: one panel per task and measure, the ratio to the control per
-cell.
+cell. ``--merge`` reads the ``--json`` files of earlier sittings (more seeds) and reports and plots them together.
 """
 
 from __future__ import annotations
@@ -93,6 +93,25 @@ def plot(results: dict, tasks: list[str], every: list[int], lengths: list[float]
     figure.savefig(path, dpi=100)
 
 
+def summarize(runs: dict[str, list[dict[str, float]]]) -> dict:
+    """Medians over seeds per cell (``runs``: cell name → one figures dict per seed), the control apart."""
+    medians = {name: {key: statistics.median(run[key] for run in found) for key in found[0]}
+               for name, found in runs.items()}
+    control = medians.pop("control")
+    return {"control": control, "cells": medians, "runs": runs}
+
+
+def report(task: str, summary: dict) -> None:
+    control, seeds = summary["control"], len(summary["runs"]["control"])
+    print(f"\n{task}: medians over {seeds} seed(s); the control {control['seconds']:.1f} s, "
+          f"{control['updates']:.2f} updates/s")
+    print(f"{'hitch':>12} {'s to threshold':>15} {'÷ control':>10} {'updates/s':>10} {'÷ control':>10}  per seed (s)")
+    for name, figures in summary["cells"].items():
+        each = " ".join(f"{run['seconds']:.1f}" for run in summary["runs"][name])
+        print(f"{name:>12} {figures['seconds']:15.1f} {ratio(figures['seconds'], control['seconds']):10.2f}"
+              f" {figures['updates']:10.2f} {ratio(figures['updates'], control['updates']):10.2f}  {each}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
@@ -103,35 +122,39 @@ def main() -> None:
     parser.add_argument("--checkout", type=Path, default=ROOT, help="the checkout whose train.py runs")
     parser.add_argument("--plot", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None, help="write every run's figures here")
+    parser.add_argument("--merge", type=Path, nargs="+", default=None,
+                        help="run nothing: the --json files of earlier sittings, their runs together")
     args = parser.parse_args()
-    print(f"# {time.strftime('%Y-%m-%d')} {platform.node()} {platform.processor() or platform.machine()}, "
-          f"seeds {args.seeds}, checkout {args.checkout}")
     results: dict = {}
-    for task in args.tasks:
-        grid = [(0, 0.0)] + [(n, s) for s in args.seconds for n in args.every]
-        runs: dict[str, list[dict[str, float]]] = {}
-        for seed in args.seeds:                        # the control and the cells of a seed side by side
-            for every, seconds in grid:
-                name = "control" if every == 0 else f"{every}x{seconds:g}"
-                figures = cell(task, every, seconds, seed, args.limit, args.checkout)
-                runs.setdefault(name, []).append(figures)
-                print(f"{task:<8} {name:>12} seed {seed}: {figures['seconds']:7.1f} s to the threshold, "
-                      f"{figures['steps']:>10,.0f} env steps, {figures['updates']:5.2f} updates/s, "
-                      f"{figures['rate']:8,.0f} env steps/s", flush=True)
-        medians = {name: {key: statistics.median(run[key] for run in found) for key in found[0]}
-                   for name, found in runs.items()}
-        control = medians.pop("control")
-        results[task] = {"control": control, "cells": medians, "runs": runs}
-        print(f"\n{task}: medians over seeds {args.seeds}; the control {control['seconds']:.1f} s, "
-              f"{control['updates']:.2f} updates/s")
-        print(f"{'hitch':>12} {'s to threshold':>15} {'÷ control':>10} {'updates/s':>10} {'÷ control':>10}")
-        for name, figures in medians.items():
-            print(f"{name:>12} {figures['seconds']:15.1f} {ratio(figures['seconds'], control['seconds']):10.2f}"
-                  f" {figures['updates']:10.2f} {ratio(figures['updates'], control['updates']):10.2f}")
+    if args.merge:
+        for path in args.merge:
+            for task, earlier in json.loads(path.read_text()).items():
+                runs = results.setdefault(task, {})
+                for name, found in earlier["runs"].items():
+                    runs.setdefault(name, []).extend(found)
+        results = {task: summarize(runs) for task, runs in results.items()}
+        for task, summary in results.items():
+            report(task, summary)
+    else:
+        print(f"# {time.strftime('%Y-%m-%d')} {platform.node()} {platform.processor() or platform.machine()}, "
+              f"seeds {args.seeds}, checkout {args.checkout}")
+        for task in args.tasks:
+            grid = [(0, 0.0)] + [(n, s) for s in args.seconds for n in args.every]
+            runs: dict[str, list[dict[str, float]]] = {}
+            for seed in args.seeds:                        # the control and the cells of a seed side by side
+                for every, seconds in grid:
+                    name = "control" if every == 0 else f"{every}x{seconds:g}"
+                    figures = cell(task, every, seconds, seed, args.limit, args.checkout)
+                    runs.setdefault(name, []).append(figures)
+                    print(f"{task:<8} {name:>12} seed {seed}: {figures['seconds']:7.1f} s to the threshold, "
+                          f"{figures['steps']:>10,.0f} env steps, {figures['updates']:5.2f} updates/s, "
+                          f"{figures['rate']:8,.0f} env steps/s", flush=True)
+            results[task] = summarize(runs)
+            report(task, results[task])
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1))
     if args.plot is not None:
-        plot(results, args.tasks, args.every, args.seconds, args.plot)
+        plot(results, list(results), args.every, args.seconds, args.plot)
         print(f"plot: {args.plot}")
 
 

@@ -138,6 +138,9 @@ class GymMDP(MDP):
         observation, _ = self.env.reset(seed=seed)
         return Episode([GymController(self.env, observation, self.guard)], [])
 
+    def hitched(self, seconds: float) -> None:
+        self.guard.offload(seconds)
+
     def render(self) -> np.ndarray:
         return np.asarray(self.env.render())
 

@@ -62,8 +62,14 @@ def wait_blocking() -> None:
 
 
 class WaitingController(GymController):
+    """CartPole's seat whose 20th step, in the one episode that claims it, waits for the learner's updates."""
+
+    def __init__(self, *arguments: Any) -> None:
+        super().__init__(*arguments)
+        self.steps = 0
+
     async def __call__(self, action: Any) -> None:
-        self.steps = getattr(self, "steps", 0) + 1
+        self.steps += 1
         if self.steps == 20 and claim(id(self.env)):
             SEEN["began"] = began = UPDATES[0]
             deadline = time.monotonic() + GIVE_UP
