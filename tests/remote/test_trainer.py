@@ -1,5 +1,5 @@
-"""The trainer's side: PPO drops stale and exported-policy segments (counted), segments of another network are
-dropped, weights reach the server when the learner starts."""
+"""The trainer's side: PPO drops stale and exported-policy segments (counted) and fills its batch with segments it
+can learn from, segments of another network are dropped, weights reach the server when the learner starts."""
 
 from __future__ import annotations
 
@@ -42,15 +42,15 @@ def test_ppo_drops_stale_and_exported_policy_segments(server):
         assert len(server.server.blob) > 0     # the workers' starting weights
         learner.version = 10
         alice = server.client("alice")
-        for version, fill in ((FIXED_VERSION, 1.0), (7, 2.0), (9, 3.0)):
+        for version, fill in ((FIXED_VERSION, 1.0), (7, 2.0), (9, 3.0), (10, 3.5)):
             assert alice.request({"op": "segment", "have": 0, "segment": cartpole_segment(version, fill),
                                   "imports": []})["accepted"]
         alice.request({"op": "segment", "have": 0, "imports": [],           # another network's observations
                        "segment": {**cartpole_segment(10, 4.0), "observations": np.zeros((4, 2, 5), np.float32)}})
-        segments, steps, _ = learner._collect()
-        assert [float(s.observations[0, 0, 0]) for s in segments] == [3.0]
-        assert learner.dropped == 1
-        assert steps == 16                           # version 7 is 3 behind
+        segments, steps, _ = learner._collect()      # a batch of 16 env steps it can learn from
+        assert [float(s.observations[0, 0, 0]) for s in segments] == [3.0, 3.5]
+        assert learner.dropped == 8                  # version 7 is 3 behind: its 8 env steps
+        assert steps == 24                           # every env step received costs
         stats = learner.fleet.statistics()
         assert stats["remote/fixed_dropped"] == 1
         assert stats["remote/mismatched"] == 0
