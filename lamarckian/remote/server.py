@@ -6,7 +6,8 @@ the ZAP handler refuses and counts the rest. Each message then names its sender 
 connection opened before.
 
 Memory is bounded whatever the peers send: libzmq drops messages above ``max_message_bytes`` and reads at most
-``hwm`` messages ahead per peer; accepted segments wait in one queue of at most ``queue`` segments and
+``hwm`` messages ahead per peer (and queues at most ``hwm`` replies to a peer that reads none: the rest are counted
+as ``unsent``); accepted segments wait in one queue of at most ``queue`` segments and
 ``queue_bytes`` bytes (the oldest leave first, counted as ``overflow``); each worker may deliver ``rate`` segments
 per second (a token bucket of ``burst``; the excess is counted as ``rate_limited``). A message that breaks the
 protocol gets no answer and bans its key for ``ban`` seconds (``garbage``, ``dropped_workers``).
@@ -52,13 +53,14 @@ class ServerSettings:
     rate: float = 20.0                        # segments per second per worker
     burst: float = 40.0                       # the token bucket's depth
     max_message_bytes: int = 32 * 2**20       # larger messages are dropped by libzmq
-    hwm: int = 4                              # messages read ahead (and queued to send) per peer
+    hwm: int = 4                              # messages read ahead (and queued to send) per peer; at 1 libzmq
+                                              # was seen to deliver no message of several frames
     ban: float = 300.0                        # seconds a worker that broke the protocol is refused
 
     def __post_init__(self) -> None:
         bad = [name for name, ok in (("queue", self.queue >= 1), ("queue_bytes", self.queue_bytes >= 1),
                                      ("rate", self.rate > 0), ("burst", self.burst >= 1),
-                                     ("max_message_bytes", self.max_message_bytes >= 1024), ("hwm", self.hwm >= 1),
+                                     ("max_message_bytes", self.max_message_bytes >= 1024), ("hwm", self.hwm >= 2),
                                      ("ban", self.ban >= 0)) if not ok]
         if bad:
             raise ValueError(f"server settings out of range: {', '.join(bad)}")
@@ -120,6 +122,7 @@ class RemoteServer:
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.setsockopt(zmq.RCVHWM, settings.hwm)
         self.socket.setsockopt(zmq.SNDHWM, settings.hwm)
+        self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)     # a reply that cannot go raises (else: dropped unsaid)
         self.socket.setsockopt(zmq.MAXMSGSIZE, settings.max_message_bytes)
         self.socket.curve_publickey, self.socket.curve_secretkey = server_pair
         self.socket.curve_server = True
@@ -192,10 +195,21 @@ class RemoteServer:
             self._send(identity, {**reply, "id": message["id"]})
 
     def _send(self, identity: bytes, message: dict[str, Any]) -> None:
-        try:
-            self.socket.send_multipart([identity, *pack(message)], zmq.NOBLOCK, copy=False)
-        except zmq.Again:                  # the peer reads nothing: its replies are dropped, never piled up
-            self.counters["unsent"] += 1
+        """Send ``message`` to the peer ``identity``; a peer gone, or one whose ``hwm`` replies wait unread, gets
+        none (counted as ``unsent``): replies never pile up."""
+        frames = [identity, *pack(message)]
+        for attempt in range(2):
+            try:
+                self.socket.send_multipart(frames, zmq.NOBLOCK, copy=False)
+                return
+            except zmq.Again:              # full, or so it seems: libzmq learns of the peer's reads from commands
+                if attempt == 0:           # it processes at most once a millisecond in a send, always in EVENTS
+                    self.socket.getsockopt(zmq.EVENTS)
+            except zmq.ZMQError as error:
+                if error.errno != zmq.EHOSTUNREACH:
+                    raise
+                break                      # the peer has gone
+        self.counters["unsent"] += 1
 
     def _drop(self, name: str, key: str, error: Exception) -> None:
         self.counters["garbage"] += 1

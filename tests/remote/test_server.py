@@ -166,3 +166,24 @@ def test_a_pickled_payload_is_garbage_never_unpickled(server):
     assert wait_for(lambda: server.server.statistics().get("garbage") == 1)
     assert alice.receive(0.3) is None
     assert server.server.statistics()["workers"]["alice"]["policy"] == ""
+
+
+def test_a_worker_that_reads_every_answer_gets_every_answer(tmp_path):
+    for server in relay(tmp_path, ServerSettings(hwm=2)):     # the fewest replies queued per peer
+        alice = server.client("alice", timeout=2.0)
+        answers = [alice.request({"op": "hello", "policy": "torch"})["op"] for _ in range(2000)]
+        assert answers == ["welcome"] * 2000
+
+
+def test_a_worker_that_reads_nothing_gets_no_pile_of_answers_and_the_others_go_on(tmp_path):
+    for server in relay(tmp_path):
+        publish(server, size=2**18)                            # 1 MiB of weights in every answer below
+        alice = server.client("alice")
+        sent = 0
+        while sent < 64:                                       # far more than the socket buffers hold
+            if alice.send({"op": "weights", "have": -1}) is not None:
+                sent += 1
+            else:
+                time.sleep(0.01)                                # its send queue is full: the server reads on
+        assert wait_for(lambda: server.server.statistics().get("unsent", 0) >= 1, seconds=30.0)
+        assert server.client("bob").request({"op": "hello", "policy": "torch"})["worker"] == "bob"

@@ -49,7 +49,7 @@ def test_ppo_drops_stale_and_exported_policy_segments(server):
                        "segment": {**cartpole_segment(10, 4.0), "observations": np.zeros((4, 2, 5), np.float32)}})
         segments, steps, _ = learner._collect()      # a batch of 16 env steps it can learn from
         assert [float(s.observations[0, 0, 0]) for s in segments] == [3.0, 3.5]
-        assert learner.dropped == 8                  # version 7 is 3 behind: its 8 env steps
+        assert learner.stale_steps.dropped == 8                  # version 7 is 3 behind: its 8 env steps
         assert steps == 24                           # every env step received costs
         stats = learner.fleet.statistics()
         assert stats["remote/fixed_dropped"] == 1

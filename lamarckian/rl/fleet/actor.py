@@ -176,7 +176,7 @@ class Actor:
     # ---- the fleet's view ----------------------------------------------------------------------------------
     def first_step(self) -> float | None:
         """The wall-clock time of this actor's first env step (None before it)."""
-        return self.sampler.first_step_at
+        return self.sampler.clock.first_step_at
 
     def statistics(self) -> dict[str, float]:
         """Inference batching: forwards served and the mean batch size."""

@@ -29,7 +29,7 @@ from ...config.sections import (
 from ...model import ModelSettings, to_blob
 from ...model.policy_set import PolicySet
 from ...rating.results import POOL, RULE, SELF, EpisodeResult
-from ...record import Progress, SinceLine, format_number
+from ...record import Progress
 from ...timeline import TIMELINE
 from ..algorithms import algorithm_of
 from ..algorithms.base import UpdateRule
@@ -39,6 +39,7 @@ from ..loop import Trainer
 from ..segment import Segment, is_report, segments_of
 from . import footprint
 from .policy_pools import PolicyPools
+from .stale_steps import StaleSteps
 from .supervisor import ActorFleet, RemoteConnect
 from .update_ranks import RankedUpdate, UpdateGroup, learner_network
 
@@ -79,8 +80,7 @@ class Learner(Trainer):
         self.configure(config)
         self.version = 0
         self.training: dict[str, float] = {}
-        self.collected = self.dropped = 0   # env steps received from the actors, and those dropped as stale
-        self.since_line = SinceLine(None)   # counts since the status line's last permanent line
+        self.stale_steps = StaleSteps()
 
     def configure(self, config: Mapping[str, Any]) -> None:
         """(Re)build the network (initialized from ``config.seed``), PPO, the evaluator and the opponent pool from
@@ -261,8 +261,7 @@ class Learner(Trainer):
                 self.fleet.counts.update(segment.counters)
                 kept = segment.trimmed(self.version - limit)
                 usable = kept.steps if kept is not None else 0
-                self.collected += segment.steps
-                self.dropped += segment.steps - usable
+                self.stale_steps.add(segment.steps, usable)
                 watch.segment(gather.last_index, segment.steps, len(segment.results), segment.counters,
                               dropped=segment.steps - usable)
                 if kept is not None:
@@ -325,8 +324,7 @@ class Learner(Trainer):
         self._mark_first_update()
         stats.update({"fps/sampling": steps / max(1e-9, collected - started),
                       "fps/learning": stats.get("samples", 0.0) / max(1e-9, updated - collected),
-                      "fps/overall": steps / max(1e-9, updated - started), "dropped_steps": float(self.dropped),
-                      "collected_steps": float(self.collected),
+                      "fps/overall": steps / max(1e-9, updated - started), **self.stale_steps.statistics(),
                       "replaced": float(self.fleet.replaced)})
         return stats
 
@@ -366,7 +364,7 @@ class Learner(Trainer):
 
     def attach_progress(self, progress: Progress) -> None:
         self.fleet.watch.status_line = progress
-        self.since_line = SinceLine(progress, {"dropped": self.dropped, "collected": self.collected})
+        self.stale_steps.attach(progress)
 
     def opening_line(self) -> str:
         device = next(self.model.parameters()).device
@@ -433,8 +431,7 @@ class Learner(Trainer):
             fields["kl"] = f"{stats['kl']:.3g}"
         fields.update({"lr": f"{self.update_rule.lr:.2g}",
                        "stale": f"{stats.get('staleness', 0.0):.2f}/{stats.get('staleness_max', 0.0):.0f}"})
-        dropped, collected = self.since_line.grown({"dropped": self.dropped, "collected": self.collected})
-        fields["dropped"] = f"{format_number(dropped)} of {format_number(collected)} steps"
+        fields["dropped"] = self.stale_steps.field()
         latest = self.evaluator.latest
         if latest.get("episodes"):
             fields["eval"] = f"{latest['fitness']:.3g}"

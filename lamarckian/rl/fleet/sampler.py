@@ -15,8 +15,6 @@ the actor's mean environment call), the parts there are: the late lane's part go
 from __future__ import annotations
 
 import asyncio
-import collections
-import math
 import time
 from typing import Any, Coroutine, Mapping, Sequence
 
@@ -27,8 +25,10 @@ from ...mdp import MDP, Controller
 from ...model import ActorCritic
 from ...rating.results import EpisodeResult, pairwise_scores
 from ..acting import BatchPolicy, RecurrentPolicy
-from ..segment import Lane, Segment, stack_lanes
+from ..segment import Lane, Segment
 from .inference import BatchedInference
+from .lane_clock import LaneClock
+from .policy_parts import PolicyParts
 from .seat_play import cancel_tasks, play_seat, wrap_controllers
 from .seating import Seating
 
@@ -52,7 +52,7 @@ class SlotSampler:
                  members: Mapping[str, ActorCritic], policies: Mapping[str, BatchPolicy], off_policy: bool,
                  central: bool, version: int, hitch: float | None = None) -> None:
         self.mdps, self.mdp_config = mdps, mdp_config
-        self.truncation, self.sync = sample.truncation, sample.sync   # sync: a lane waits for the next segment
+        self.sample = sample                          # sync: a lane waits for the next segment
         self.seating, self.members, self.policies = seating, members, policies
         self.off_policy, self.central, self.version = off_policy, central, version
         self.round = asyncio.Event()                  # set when the next segment begins (sample() is called)
@@ -60,10 +60,7 @@ class SlotSampler:
         self.inference = BatchedInference(sample.batch_wait)
         self.tasks: list[asyncio.Task[None]] = []
         self.failure: BaseException | None = None
-        self.first_step_at: float | None = None       # wall-clock time of this actor's first env step
-        self.slowest = 0.0                            # seconds of the slowest environment call since the last segments
-        self.paused_at: float | None = None           # when the previous segment was handed over (none: running)
-        self.lateness = Lateness(hitch)
+        self.clock = LaneClock(hitch)
         self.recheck: asyncio.TimerHandle | None = None   # looks again once the missing lanes are late (sync)
         self.build_lanes()
 
@@ -85,13 +82,10 @@ class SlotSampler:
         self.lanes = [Lane(self.off_policy) for _ in self.lane_policy]
         self.policy_lanes = {name: [lane for lane, own in enumerate(self.lane_policy) if own == name]
                              for name in self.members}
-        self.parts: dict[str, collections.deque[tuple[int, dict[str, Any]]]] = {
-            name: collections.deque() for name in self.members}   # (lane, Lane.take()) per policy, oldest first
-        self.stepped = [time.monotonic()] * len(self.lanes)   # when each lane last stepped (pauses left out)
+        self.parts = PolicyParts(self.members)
+        self.clock.reset(len(self.lanes))
         self.controllers: dict[int, Controller] = {}        # the controller each lane plays now
         self.holding: set[int] = set()                      # lanes waiting for the next segment (sample.sync)
-        self.results: list[tuple[str, EpisodeResult]] = []   # (policy, training episode) since its last segment
-        self.steps: collections.Counter[str] = collections.Counter()   # env steps per policy since its last one
         self.failure = None
         self.ready: asyncio.Future[list[str]] | None = None   # the policies whose segment is complete
 
@@ -106,7 +100,7 @@ class SlotSampler:
             self.tasks = [self.loop.create_task(self._run_slot(slot)) for slot in range(len(self.mdps))]
             for task in self.tasks:
                 task.add_done_callback(self._on_slot_done)
-        self._resume()
+        self.clock.resume()
         if self.ready is None or self.ready.done():   # a new segment (else: the one a report interrupted)
             self.ready = self.loop.create_future()
             self.round.set()                          # lanes waiting for this segment go on (sample.sync)
@@ -114,7 +108,7 @@ class SlotSampler:
             self._check_ready()
         timer = None if report_after is None else self.loop.call_later(report_after, self.loop.stop)
         try:
-            complete = self.loop.run_until_complete(self.ready)   # stops the turn a segment is complete (or failed)
+            ready = self.loop.run_until_complete(self.ready)   # stops the turn a segment is complete (or failed)
         except RuntimeError:
             if self.ready.done():                     # an environment's failure
                 raise
@@ -122,57 +116,46 @@ class SlotSampler:
         finally:
             if timer is not None:
                 timer.cancel()
-            self.paused_at = time.monotonic()
-        segments = [self._segment_of(name) for name in complete]  # (a late lane may have stepped since: they stay)
-        self.slowest = 0.0
+            self.clock.pause()
+        # those complete when the future was set (a late lane may have stepped since), and those completed since
+        complete = [name for name in self.members if name in ready or self._complete(name)]
+        segments = [self.parts.segment(name, len(self.policy_lanes[name])) for name in complete]
+        self.clock.restart_slowest()
         return segments
 
     def progress(self) -> dict[str, Any]:
         """Where the segments in the making stand: env steps and finished episodes since the last segments, lanes
         with a part waiting (of all), the slowest environment call since the last segments (seconds), and the lanes
         that are late (:meth:`late`)."""
-        queued = sum(len(parts) for parts in self.parts.values())
-        return {"steps": float(sum(self.steps.values())), "episodes": float(len(self.results)),
-                "lanes_ready": float(min(queued, len(self.lanes))), "lanes": float(len(self.lanes)),
-                "slowest_step": self.slowest, "late": self.late()}
+        return {"steps": float(sum(self.parts.steps.values())), "episodes": float(len(self.parts.results)),
+                "lanes_ready": float(min(self.parts.queued(), len(self.lanes))), "lanes": float(len(self.lanes)),
+                "slowest_step": self.clock.slowest, "late": self.late()}
 
     def late(self) -> list[list[Any]]:
         """The late lanes by where they wait: ``[[location, lanes, seconds the longest has waited], ...]``, longest
         first (the environment's :meth:`~lamarckian.mdp.Controller.location`: a game server's address, a gymnasium
         id)."""
-        now, places = self._now(), dict[str, list[Any]]()
-        for lane, since in enumerate(self.stepped):
-            if lane in self.holding or not self.lateness.late(now - since):
+        places = dict[str, list[Any]]()
+        for lane in range(len(self.lanes)):
+            if lane in self.holding or not self.clock.late(lane):
                 continue
             controller = self.controllers.get(lane)
             place = places.setdefault(controller.location() if controller is not None else "between episodes",
                                       [0, 0.0])
             place[0] += 1
-            place[1] = max(place[1], now - since)
+            place[1] = max(place[1], self.clock.waited(lane))
         return sorted(([where, count, round(waited, 3)] for where, (count, waited) in places.items()),
                       key=lambda item: -item[2])
 
-    def _segment_of(self, policy: str) -> Segment:
-        """The next parts of ``policy`` (as many as it has lanes, or all it has), with its finished episodes and env
-        steps since its previous segment."""
-        parts = self.parts[policy]
-        taken = [parts.popleft()[1] for _ in range(min(len(parts), len(self.policy_lanes[policy])))]
-        segment = stack_lanes(taken, self.steps.pop(policy, 0), [result for own, result in self.results
-                                                                   if own == policy])
-        self.results = [(own, result) for own, result in self.results if own != policy]
-        segment.policy = policy
-        return segment
-
     def _complete(self, policy: str) -> bool:
         """``policy``'s segment can go: a part for each of its lanes, or some parts and every lane without one late."""
-        parts, lanes = self.parts[policy], self.policy_lanes[policy]
-        if len(parts) >= len(lanes):
+        parts, lanes = self.parts.count(policy), self.policy_lanes[policy]
+        if parts >= len(lanes):
             return True
-        if not parts or self.lateness.hitch is None:
+        if not parts or self.clock.hitch is None:
             return False
-        waiting = {lane for lane, _ in parts} | self.holding       # lanes not missing: their part is in, or was
-        now = self._now()
-        return all(self.lateness.late(now - self.stepped[lane]) for lane in lanes if lane not in waiting)
+        waiting = self.parts.lanes(policy) | self.holding      # lanes not missing: their part is in, or was
+        return all(self.clock.late(lane) for lane in lanes if lane not in waiting)
 
     def _check_ready(self) -> None:
         if self.ready is None or self.ready.done():
@@ -188,29 +171,18 @@ class SlotSampler:
         if self.recheck is not None:
             self.recheck.cancel()
             self.recheck = None
-        if self.lateness.hitch is None:
+        if self.clock.hitch is None:
             return
         due = []
-        for name, parts in self.parts.items():
-            if parts:
-                waiting = {lane for lane, _ in parts} | self.holding
-                missing = [self.stepped[lane] for lane in self.policy_lanes[name] if lane not in waiting]
+        for name in self.members:
+            if self.parts.count(name):
+                waiting = self.parts.lanes(name) | self.holding
+                missing = [self.clock.stepped[lane] for lane in self.policy_lanes[name] if lane not in waiting]
                 if missing:
                     due.append(max(missing))
         if due:
-            delay = min(due) + self.lateness.after() - self._now()
+            delay = min(due) + self.clock.after() - self.clock.now()
             self.recheck = self.loop.call_later(max(0.0, delay) + 1e-3, self._check_ready)
-
-    def _resume(self) -> None:
-        """Sampling goes on: the time since the previous segment was handed over (the actor waited for the learner,
-        its environments did not act) does not count against any lane."""
-        if self.paused_at is not None:
-            pause, self.paused_at = time.monotonic() - self.paused_at, None
-            self.stepped = [since + pause for since in self.stepped]
-
-    def _now(self) -> float:
-        """Monotonic seconds, as :attr:`stepped` counts them (a pause since the last segment left out)."""
-        return self.paused_at if self.paused_at is not None else time.monotonic()
 
     def _on_slot_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled():
@@ -241,7 +213,7 @@ class SlotSampler:
                 others = [EpisodeResult.of(c.get_result()) for c in controllers[team:]]
                 for result in own:
                     result.scores = pairwise_scores(result, others)
-            self.results.extend((self.lane_policy[lane], result) for lane, result in zip(lanes, own))
+            self.parts.finished([self.lane_policy[lane] for lane in lanes], own)
 
     async def _learn(self, controller: Controller, lane_index: int) -> None:
         """Play one seat for the learner (its lane's policy), recording its steps in lane ``lane_index``, which also
@@ -249,7 +221,7 @@ class SlotSampler:
         one."""
         lane, policy_name = self.lanes[lane_index], self.lane_policy[lane_index]
         model, policy = self.members[policy_name], self.policies[policy_name]
-        batcher, lateness = model.batcher, self.lateness
+        batcher, clock, truncation = model.batcher, self.clock, self.sample.truncation
         memory = policy if isinstance(policy, RecurrentPolicy) else None
         if memory is not None:
             memory.reset(lane_index)                    # an episode starts from the zero state
@@ -261,23 +233,17 @@ class SlotSampler:
                 state = None if memory is None else memory.state(lane_index)
                 action, log_prob, value = await self.inference.act(policy, observation, lane_index)
                 lane.decide(observation, action, log_prob, value, self.version, state)
-                if len(lane.values) > self.truncation:  # a part (its steps and the value after): cut it
-                    self.parts[policy_name].append((lane_index, lane.take(self.truncation)))
+                if len(lane.values) > truncation:       # a part (its steps and the value after): cut it
+                    self.parts.add(policy_name, lane_index, lane.take(truncation))
                     self._check_ready()
-                    if self.sync:
+                    if self.sample.sync:
                         action = await self._decide_again(lane, policy, observation, lane_index, memory)
-                self.stepped[lane_index] = began = time.monotonic()
+                began = clock.step(lane_index)
                 await controller(model.env_action(action))
                 took = time.monotonic() - began
-                if took > self.slowest:
-                    self.slowest = took
-                if lateness.hitch is not None and took > lateness.hitch:
+                if clock.called(took):
                     self._hitched(controller, took)
-                else:
-                    lateness.mean_call += lateness.WEIGHT * (took - lateness.mean_call)
-                if self.first_step_at is None:
-                    self.first_step_at = time.time()
-                self.steps[policy_name] += 1
+                self.parts.steps[policy_name] += 1
                 lane.outcome(controller.get_reward(), controller.done, controller.truncated)
             if controller.truncated:
                 final = batcher.convert(controller.get_state())
@@ -289,10 +255,9 @@ class SlotSampler:
     def _hitched(self, controller: Controller, took: float) -> None:
         """An environment call took ``took`` seconds, longer than ``mdp.hitch``: a blocking environment moves to a
         thread of its own (:meth:`Controller.hitched`). Where the actor's typical call is slow enough that a thread's
-        handoff costs little beside it (:attr:`Lateness.THREADS_PAY`), every environment of the actor moves at the first
-        hitch (they share its cause: the same simulator), else only the one that hitched."""
-        everyone = self.lateness.mean_call > Lateness.THREADS_PAY
-        for playing in (self.controllers.values() if everyone else (controller,)):
+        handoff costs little beside it (:meth:`LaneClock.threads_pay`), every environment of the actor moves at the
+        first hitch (they share its cause: the same simulator), else only the one that hitched."""
+        for playing in (self.controllers.values() if self.clock.threads_pay() else (controller,)):
             playing.hitched(took)
 
     async def _decide_again(self, lane: Lane, policy: BatchPolicy, observation: np.ndarray, lane_index: int,
@@ -307,7 +272,7 @@ class SlotSampler:
             await self.round.wait()
         finally:
             self.holding.discard(lane_index)
-        self.stepped[lane_index] = time.monotonic()     # it waited for the learner, not for its environment
+        self.clock.step(lane_index)                     # it waited for the learner, not for its environment
         action = lane.actions[-1]
         if self.version != version:
             if memory is not None:
@@ -337,26 +302,3 @@ class SlotSampler:
         for mdp in self.mdps:
             mdp.close()
 
-
-class Lateness:
-    """When a lane is late: it has not stepped for ``hitch`` seconds (``mdp.hitch``) and for 8× the actor's mean
-    environment call (an environment whose every step is slow is not late).
-
-    Args:
-        hitch: seconds (None: no lane is ever late).
-    """
-
-    CALLS = 8.0          # a lane is late after this many mean environment calls without a step (and the hitch)
-    WEIGHT = 0.01        # of the newest call in :attr:`mean_call` (the sampler adds each call but hitches in)
-    THREADS_PAY = 1e-3   # seconds: a typical environment call this long makes a thread's handoff (~50 µs) cheap
-
-    def __init__(self, hitch: float | None) -> None:
-        self.hitch = hitch
-        self.mean_call = 0.0     # seconds, a running mean of the actor's environment calls (hitches left out)
-
-    def after(self) -> float:
-        """Seconds without a step after which a lane is late (infinite without a hitch)."""
-        return math.inf if self.hitch is None else max(self.hitch, self.CALLS * self.mean_call)
-
-    def late(self, waited: float) -> bool:
-        return waited > self.after()

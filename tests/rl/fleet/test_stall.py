@@ -194,7 +194,7 @@ def test_an_actor_reports_its_late_lanes_and_where_they_wait():
     try:
         actor.sample()
         sampler = actor.sampler
-        sampler.stepped[0] -= 5.0                    # lane 0 last stepped 5 s ago (of sampling time)
+        sampler.clock.stepped[0] -= 5.0                   # lane 0 last stepped 5 s ago (of sampling time)
         late = sampler.progress()["late"]
     finally:
         actor.close()
