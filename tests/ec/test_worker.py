@@ -47,7 +47,7 @@ def test_rounds_continue_from_the_written_back_state(learner):
     second = learner.train({"id": 8, "hparams": {"train.lr": 0.0005}, "state": first["state"], "seed": 8})
     steps = [s["step"].item() for s in second["state"]["optimizer"]["state"].values()]
     assert all(step == 4 * 4 * 4 for step in steps)  # Adam's moments continued, not restarted
-    assert learner.learner.stale_steps.dropped >= 1  # segments begun under the previous round's network are not learned from
+    assert learner.learner.stale_steps.dropped >= 1  # steps begun under the previous round's network are dropped
     assert second["state"]["lr"] == pytest.approx(0.0005)  # the child's own (explored) learning rate
     assert second["state"]["cost"] == first["state"]["cost"] + second["cost"]  # the lineage's env steps add up
     # the network the learner trained is the one it reported
