@@ -11,13 +11,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from ... import rpc
 from ...config.sections import TrainSettings
 from ...model import to_blob
 from ...rating.results import EpisodeResult
 from ..algorithms.ppo import PPOSettings
 from ..evaluator import summarize
-from ..segment import is_report
 from .learner import Learner
 
 
@@ -76,15 +74,11 @@ class A3CLearner(Learner):
     def _receive(self, timeout: float | None) -> dict[str, Any] | None:
         """The next gradient message (None: nothing within ``timeout``, or an actor died and was replaced)."""
         try:
-            message = self.fleet.gather(timeout)
+            message = self.fleet.next_message(timeout)
         except TimeoutError:
             self.fleet.poll()
             return None
-        except rpc.ActorDiedError as error:
-            self.fleet.replace(error)
-            return None
-        if is_report(message):            # a slow segment's progress (the stall report's)
-            self.fleet.take_report(message)
+        if message is None:               # a progress report, or a dead actor replaced
             return None
         gradient = message.get("gradient") if isinstance(message, Mapping) else None
         if not isinstance(gradient, np.ndarray) or gradient.shape != (self.size,) or gradient.dtype != np.float32 \

@@ -36,7 +36,7 @@ from ..algorithms.base import UpdateRule
 from ..algorithms.per_policy import PerPolicyUpdate
 from ..evaluator import Evaluator, summarize
 from ..loop import Trainer
-from ..segment import Segment, is_report, segments_of
+from ..segment import Segment, segments_of
 from . import footprint
 from .policy_pools import PolicyPools
 from .stale_steps import StaleSteps
@@ -241,17 +241,11 @@ class Learner(Trainer):
         watch.begin(self.batch_steps, self.sample.stall)
         while fresh < self.batch_steps or (own and self.synchronous and gather.in_flight() > 0):
             try:
-                received = gather(min(1.0, self.sample.stall / 4)) if own else gather()
+                received = self.fleet.next_message(min(1.0, self.sample.stall / 4) if own else None)
             except TimeoutError:
                 self.fleet.check_stall(fresh)
                 continue
-            except rpc.ActorDiedError as error:
-                self.fleet.replace(error)
-                if error.index is not None:
-                    watch.forget(error.index)
-                continue
-            if is_report(received):
-                self.fleet.take_report(received)
+            if received is None:                      # a report, or a dead actor replaced
                 continue
             message = segments_of(received)
             TIMELINE.mark("first segment at the learner")

@@ -17,11 +17,10 @@ from typing import Any, Iterator, Mapping
 
 import torch
 
-from ... import rpc
 from ...config.sections import EpsilonSettings, ReplaySettings, RLSettings, RunSettings
 from ..algorithms.replay import ReplayBuffer
 from ..evaluator import summarize
-from ..segment import Segment, is_report
+from ..segment import Segment
 from .learner import Learner
 
 POLL_SECONDS = 0.001   # how long an iteration listens for more segments once the buffer may be trained on
@@ -82,20 +81,14 @@ class OffPolicyLearner(Learner):
             if not waiting and taken >= self.segments_per_poll:
                 break
             try:
-                wire = gather(min(1.0, self.sample.stall / 4) if waiting else POLL_SECONDS)
+                wire = self.fleet.next_message(min(1.0, self.sample.stall / 4) if waiting else POLL_SECONDS)
             except TimeoutError:
                 if not waiting:
                     break
                 if own:
                     self.fleet.check_stall(steps)
                 continue
-            except rpc.ActorDiedError as error:
-                self.fleet.replace(error)
-                if error.index is not None:
-                    watch.forget(error.index)
-                continue
-            if is_report(wire):              # a slow segment's progress (the stall report's)
-                self.fleet.take_report(wire)
+            if wire is None:                 # a progress report, or a dead actor replaced
                 continue
             taken += 1
             segment = Segment.from_wire(wire)

@@ -24,6 +24,7 @@ from ...rpc import processes
 from ...rpc.sockets import running_ray
 from ...timeline import TIMELINE
 from ..loop import lost_field
+from ..segment import is_report
 from . import ACTOR_MODULES, stall
 from .actor import Actor
 from .beside import BesideEvaluation
@@ -137,6 +138,20 @@ class ActorFleet:
         counts = {f"env/{name}": float(value) for name, value in self.counts.items()}
         return {**counts, **self.gather.statistics()} if self.remote is not None else counts
 
+    def next_message(self, timeout: float | None) -> Any | None:
+        """The next message of an actor to learn from (a segment, a bundle, a gradient); None when what came was
+        handled here: an actor died (replaced, :meth:`replace`) or sent a progress report (:meth:`take_report`).
+        TimeoutError after ``timeout`` seconds without any (None: wait for one)."""
+        try:
+            received = self.gather(timeout)
+        except rpc.ActorDiedError as error:
+            self.replace(error)
+            return None
+        if is_report(received):
+            self.take_report(received)
+            return None
+        return received
+
     def take_report(self, message: Mapping[str, Any]) -> None:
         """An actor's progress report (the gathered message just received): its environments' counters join the
         fleet's (lost episodes reach the status line before the iteration ends), the watch learns where it stands,
@@ -170,6 +185,7 @@ class ActorFleet:
             return
         dead = self.actors.pop(error.index)
         self.gather.remove(dead)
+        self.watch.forget(error.index)
         self.kill(dead, graceful=False)
         self.replacements.request()
         self.replaced += 1
