@@ -7,7 +7,8 @@ ratio of ours to the fastest peer.
 
 - ours: what a user types, ``train.py -c mdp/gym.yml mdp/gym/<task>.yml rl/<algorithm>.yml`` with the shipped
   values (the task's tuned section for the algorithm), evaluating as often as the peers, every ``eval_steps`` env
-  steps (``evaluator.interval_steps``; evaluations run beside training, one at a time); the moment is
+  steps (``evaluator.interval_steps``, ``evaluator.share=0``: no sooner; evaluations run beside training, one at a
+  time); the moment is
   ``--profile``'s "stop rule holds" (the evaluation that crossed the threshold finished), its env steps those of
   the weights that evaluation judged;
 - stable-baselines3 2.9.2 and sbx 0.28 (SB3 in JAX) with rl-baselines3-zoo's tuned values and budget
@@ -177,7 +178,7 @@ def run_ours(row: Row, seed: int, limit: float) -> dict[str, Any]:
         completed = subprocess.run(
             [sys.executable, str(REPOSITORY / "train.py"), "-c", "mdp/gym.yml", *row.files, "--profile", "-D", "-m",
              f"seed={seed}", f"root={root}", "evaluator.interval=1e9", f"evaluator.interval_steps={row.eval_steps}",
-             f"evaluator.episodes={EPISODES}",
+             "evaluator.share=0", f"evaluator.episodes={EPISODES}",
              "evaluator.progress=false", "evaluator.tensorboard=false",
              f"evaluator.terminate={stop} or self.time > {limit}", *row.changes],
             capture_output=True, text=True, cwd=REPOSITORY)

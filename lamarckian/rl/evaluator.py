@@ -37,14 +37,15 @@ class Evaluator:
     """Decides when to evaluate and when to stop.
 
     Args:
-        settings: the ``evaluator`` section (interval in seconds and in env steps, episodes, opponent, terminate
-            expression).
+        settings: the ``evaluator`` section (interval in seconds and in env steps, the share of the clock evaluations
+            may take, episodes, opponent, terminate expression).
     """
 
     def __init__(self, settings: EvaluatorSettings) -> None:
         self.settings = settings
         self.interval = settings.interval
         self.interval_steps = settings.interval_steps
+        self.share = settings.share
         self.episodes = settings.episodes
         self.steps = settings.steps
         self.planned = settings.episodes          # episodes of the evaluation begun last (see plan)
@@ -52,20 +53,23 @@ class Evaluator:
         self.terminate = Expression(settings.terminate) if settings.terminate else None
         self.last = -math.inf                     # monotonic time of the latest evaluation's start
         self.last_mark = -1                       # env steps // interval_steps at the latest evaluation's start
+        self.took = math.nan                      # seconds from the latest finished evaluation's start to its result
         self.results: list[EpisodeResult] = []  # the latest evaluation's episode results
         self.history: list[dict[str, Any]] = []  # every evaluation of the run: time, cost, iteration, summary
         self.spent = 0.0                          # seconds the run's evaluations took (part of its time)
         self.latest: dict[str, float] = {"episodes": 0.0, "fitness": math.nan, "win": math.nan}
 
     def due(self, now: float | None = None, cost: float | None = None) -> bool:
-        """An evaluation is due: ``evaluator.interval`` seconds since the latest one started, or (when set, and
-        ``cost`` is given) a multiple of ``evaluator.interval_steps`` env steps was passed since (as
-        stable-baselines3's evaluation callback: at 1,000, 2,000... env steps)."""
+        """An evaluation is due: ``evaluator.interval`` seconds since the latest one started, or sooner, once
+        ``took / evaluator.share`` seconds passed (a cheap evaluation comes often: its games take at most that share
+        of the clock), or (when set, and ``cost`` is given) a multiple of ``evaluator.interval_steps`` env steps was
+        passed since (as stable-baselines3's evaluation callback: at 1,000, 2,000... env steps)."""
         if self.episodes <= 0:
             return False
         if self.interval_steps and cost is not None and cost // self.interval_steps > self.last_mark:
             return True
-        return (now if now is not None else time.monotonic()) - self.last >= self.interval
+        gap = (now if now is not None else time.monotonic()) - self.last
+        return gap >= self.interval or (self.share > 0 and gap >= self.took / self.share)
 
     def started(self, cost: float) -> None:
         """An evaluation starts now, at ``cost`` env steps (the intervals count from here)."""
@@ -88,7 +92,9 @@ class Evaluator:
         return [self.planned // actors + (1 if i < self.planned % actors else 0) for i in range(actors)]
 
     def conclude(self, per_actor: Sequence[Sequence[dict[str, Any]]], shares: Sequence[int]) -> dict[str, float]:
-        """Keep and return the summary of the actors' results (wire form; each actor's first ``share``)."""
+        """Keep and return the summary of the actors' results (wire form; each actor's first ``share``); the seconds
+        since the evaluation started are :attr:`took`."""
+        self.took = time.monotonic() - self.last
         self.results = [EpisodeResult.from_wire(r) for share, actor_results in zip(shares, per_actor)
                         for r in actor_results[:share]]
         self.latest = summarize(self.results)

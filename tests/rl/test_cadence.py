@@ -1,4 +1,5 @@
-"""When to evaluate (``evaluator.interval`` seconds, ``evaluator.interval_steps`` env steps), how many episodes
+"""When to evaluate (``evaluator.interval`` seconds, ``evaluator.share`` of the clock, ``evaluator.interval_steps``
+env steps), how many episodes
 (``evaluator.steps``) and how many torch
 threads the learner takes (``train.threads: 0``: the cores the local actors leave free)."""
 
@@ -40,6 +41,29 @@ def test_the_seconds_still_count_beside_the_steps():
     judge = evaluator(interval=0.0, interval_steps=10**9)
     judge.started(cost=0)
     assert judge.due(cost=1)
+
+
+def finished(share: float) -> Evaluator:
+    """An evaluator whose first evaluation (no episodes) started and finished just now."""
+    judge = evaluator(interval=30.0, share=share)
+    judge.started(cost=0)
+    judge.conclude([[]], [0])
+    return judge
+
+
+def test_a_cheap_evaluation_is_due_once_it_took_its_share_of_the_time_since_it_started():
+    judge = finished(share=0.2)
+    assert judge.due(now=judge.last + judge.took / 0.2 + 1e-3)
+
+
+def test_a_cheap_evaluation_is_not_due_before_it_took_its_share():
+    judge = finished(share=0.2)
+    assert not judge.due(now=judge.last + judge.took / 0.2 * 0.9)
+
+
+def test_a_share_of_0_waits_for_the_interval():
+    judge = finished(share=0.0)
+    assert not judge.due(now=judge.last + 29.0)
 
 
 def test_an_evaluation_plays_every_episode_without_a_budget_in_steps():
