@@ -279,7 +279,8 @@ class EvaluatorSettings(Section):
 
     def __post_init__(self) -> None:
         _require(self, interval=self.interval >= 0, interval_steps=self.interval_steps >= 0,
-                 share=0 <= self.share <= 1, episodes=self.episodes >= 0, steps=self.steps >= 0, max_steps=self.max_steps >= 0)
+                 share=0 <= self.share <= 1, episodes=self.episodes >= 0, steps=self.steps >= 0,
+                 max_steps=self.max_steps >= 0)
 
 
 @dataclasses.dataclass(frozen=True)

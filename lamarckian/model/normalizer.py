@@ -45,8 +45,23 @@ class RunningNormalizer(nn.Module):
         self.var.copy_((self.var * self.count + var * count + delta.square() * self.count * count / total) / total)
         self.count.fill_(total)
 
+    def std(self) -> torch.Tensor:
+        """The scale of the normalized units ``shape``: ``sqrt(var + epsilon)``."""
+        return torch.sqrt(self.var + self.epsilon)
+
     def forward(self, value: torch.Tensor) -> torch.Tensor:
-        return ((value - self.mean) / torch.sqrt(self.var + self.epsilon)).clamp(-self.clip, self.clip)
+        return ((value - self.mean) / self.std()).clamp(-self.clip, self.clip)
 
     def denormalize(self, value: torch.Tensor) -> torch.Tensor:
-        return value * torch.sqrt(self.var + self.epsilon) + self.mean
+        return value * self.std() + self.mean
+
+
+@torch.no_grad()
+def preserve_outputs(head: nn.Linear, normalizer: RunningNormalizer, mean: torch.Tensor, std: torch.Tensor) -> None:
+    """PopArt (van Hasselt et al., 2016): rescale ``head``, whose outputs ``(..., 1)`` are denormalized by
+    ``normalizer``, so that its outputs in the original units are what they were under the statistics ``mean`` and
+    ``std`` (0-d, before an update of ``normalizer``): ``W' = W σ/σ'``, ``b' = (σ b + μ − μ')/σ'``. The critic's
+    predictions then stay where they were when the return statistics move, and only learning moves them."""
+    new_std = normalizer.std()
+    head.weight.mul_(std / new_std)
+    head.bias.mul_(std).add_(mean - normalizer.mean).div_(new_std)

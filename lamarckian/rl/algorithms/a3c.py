@@ -37,7 +37,7 @@ def segment_gradient(model: ActorCritic, segment: Segment, settings: PPOSettings
             torch.from_numpy(segment.dones), torch.from_numpy(segment.truncated).float(),
             torch.from_numpy(segment.final_values), torch.ones(steps, lanes), settings.discount, settings.gae, 1.0)
     policy_loss = -(advantages.reshape(-1) * model.log_prob(distribution, actions)).mean()
-    value_loss = 0.5 * (values - targets.reshape(-1)).square().mean()
+    value_loss = (values - targets.reshape(-1)).square().mean()
     loss = policy_loss + settings.critic * value_loss - settings.entropy * model.entropy(distribution).mean()
     parameters = list(model.parameters())
     gradients = torch.autograd.grad(loss, parameters, allow_unused=True)

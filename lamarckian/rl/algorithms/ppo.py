@@ -17,7 +17,7 @@ from torch import nn
 from ...config import lookup, per_device
 from ...config.sections import RLSettings, TrainSettings, convert_value, default_config
 from ...model import ActorCritic
-from ...model.normalizer import RunningNormalizer
+from ...model.normalizer import RunningNormalizer, preserve_outputs
 from ..distributed import Ranks, owned_samples
 from ..segment import Segment
 from .optim import OwnsAdam
@@ -162,7 +162,8 @@ class MinibatchScale:
 def ppo_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PPOSettings,
              coefficients: Mapping[str, torch.Tensor] | None = None, scale: MinibatchScale | None = None
              ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The clipped surrogate + (clipped) value loss − entropy bonus for one minibatch ``(n,)``. ``coefficients``
+    """The clipped surrogate + ``critic`` × the (clipped) value's mean squared error − ``entropy`` × the entropy for one
+    minibatch ``(n,)`` (the value error in normalized units where ``model.normalize_value``). ``coefficients``
     may replace ``clip``, ``critic`` and ``entropy`` of ``settings`` by 0-d tensors (a vectorized population's
     member values). ``scale``: this is a rank's share of a minibatch; means are sums over ``scale.count`` and the
     advantages are normalized by the whole minibatch's moments (the ranks' losses and statistics then add up to the
@@ -185,7 +186,7 @@ def ppo_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PP
     if settings.clip_value is not None:
         clipped = old_value + (value - old_value).clamp(-settings.clip_value, settings.clip_value)
         value_loss = torch.max(value_loss, (clipped - target).square())
-    value_loss = 0.5 * average(value_loss)
+    value_loss = average(value_loss)
     entropy = average(model.entropy(distribution))
     loss = policy_loss + critic * value_loss - entropy_weight * entropy
     with torch.no_grad():
@@ -197,7 +198,8 @@ def ppo_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PP
 def vtrace_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings: PPOSettings
                 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """IMPALA's loss for one minibatch ``(n,)`` (Espeholt et al. 2018): the policy gradient weighted by the truncated
-    importance weights ``min(ρ̄, π/μ)`` (constants), the value regressed on the V-trace targets, the entropy bonus."""
+    importance weights ``min(ρ̄, π/μ)`` (constants), ``critic`` × the value's mean squared error against the V-trace
+    targets, ``entropy`` × the entropy bonus."""
     distribution, value = model.replay(batch)
     log_prob = model.log_prob(distribution, batch["actions"])
     log_ratio = log_prob - batch["log_probs"]
@@ -206,7 +208,7 @@ def vtrace_loss(model: ActorCritic, batch: Mapping[str, torch.Tensor], settings:
     if settings.normalize_advantage and advantages.numel() > 1:
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
     policy_loss = -(ratio.clamp(max=settings.rho) * advantages * log_prob).mean()
-    value_loss = 0.5 * (value - batch["targets"]).square().mean()
+    value_loss = (value - batch["targets"]).square().mean()
     entropy = model.entropy(distribution).mean()
     loss = policy_loss + settings.critic * value_loss - settings.entropy * entropy
     with torch.no_grad():
@@ -325,10 +327,12 @@ class PPO(OwnsAdam):
                                                       truncated, final_values, self.settings.discount)
             explained = explained_variance(values, targets)
         if model.settings.normalize_value:        # targets, old values and the critic's output in the NEW statistics
-            self._fold(model.value_normalizer, targets.reshape(-1))
-            scale = torch.sqrt(model.value_normalizer.var + 1e-8)
-            targets = (targets - model.value_normalizer.mean) / scale
-            old_values = (values - model.value_normalizer.mean) / scale
+            normalizer = model.value_normalizer
+            mean, std = normalizer.mean.clone(), normalizer.std()
+            self._fold(normalizer, targets.reshape(-1))
+            preserve_outputs(model.value_head, normalizer, mean, std)      # PopArt: the critic's values stay put
+            targets = (targets - normalizer.mean) / normalizer.std()
+            old_values = (values - normalizer.mean) / normalizer.std()
         else:
             old_values = values
         staleness = torch.tensor([version - s.version for s in segments], dtype=torch.float32, device=device)
