@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.metadata
 import json
 import math
 import platform
@@ -50,6 +51,7 @@ import re
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -233,12 +235,35 @@ def median(values: list[float]) -> float:
     return statistics.median(reached) if len(reached) * 2 > len(values) else math.nan
 
 
+def pinned() -> list[str]:
+    """``name==version`` of every distribution this environment has, the first of a name on ``sys.path``: the
+    peers are installed under these constraints, so pip never replaces one of ours (a CUDA build of torch beside
+    our CPU one: the peers' seconds would import another build) and a peer that needs another version fails
+    at setup, naming it."""
+    versions: dict[str, str] = {}
+    for distribution in importlib.metadata.distributions():
+        name = distribution.metadata["Name"]
+        if name:
+            versions.setdefault(name.lower(), distribution.version)
+    return [f"{name}=={version}" for name, version in sorted(versions.items())]
+
+
 def setup(python: Path, packages: tuple[str, ...] = PEER_PACKAGES) -> None:
-    """A peers' virtual environment (seeing this one's packages) at ``python``'s folder, with the pinned
-    ``packages`` installed in it."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(python.parents[1])], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", *packages], check=True)
-    print(f"peers installed in {python.parents[1]}")
+    """A peers' virtual environment at ``python``'s folder that sees this environment's packages, a virtual
+    environment's own included (``venv --system-site-packages`` alone sees the base interpreter's: no MuJoCo, no
+    torch where those live in the benchmark's virtual environment), with ``packages`` installed under
+    :func:`pinned`."""
+    folder = python.parents[1]
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(folder)], check=True)
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    ours = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    (Path(site) / "lamarckian-benchmark.pth").write_text("".join(f"{path}\n" for path in ours))
+    constraints = folder / "constraints.txt"
+    constraints.write_text("".join(f"{line}\n" for line in pinned()))
+    if packages:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "-c", str(constraints), *packages], check=True)
+    print(f"peers installed in {folder} (this environment's packages pinned: {constraints})")
 
 
 def main() -> None:
