@@ -94,8 +94,8 @@ def test_a_bad_atari_setting_names_its_key():
 def test_breakout_evaluations_of_a_short_run_end_by_the_game(tmp_path):
     code = train_main(["--debug", "-c", "mdp/gym/atari.yml", "-m", "mdp.gym.id=ALE/Breakout-v5", f"root={tmp_path}",
                        "sample.actors=1", "sample.envs=2", "sample.truncation=32", "train.batch=128",
-                       "evaluator.episodes=2", "evaluator.progress=false", "evaluator.tensorboard=false",
-                       "evaluator.terminate=self.iteration >= 2"])
+                       "evaluator.episodes=2", "evaluator.share=0", "evaluator.progress=false",
+                       "evaluator.tensorboard=false", "evaluator.terminate=self.iteration >= 2"])
     assert code == 0
     with open(tmp_path / "evaluations.csv", newline="") as stream:
         evaluations = list(csv.DictReader(stream))

@@ -38,7 +38,7 @@ def test_a_run_ends_with_an_evaluation_of_its_final_weights(tmp_path):
     """The issue's CartPole command: a run that stops on env steps long before ``evaluator.interval`` evaluates its
     final weights (before: only the untrained policy at 0 s was ever evaluated)."""
     code = train_main(["-c", "mdp/gym.yml", "mdp/gym/cartpole.yml", "rl/ppo.yml", "--debug", "-m",
-                       f"root={tmp_path}", "evaluator.progress=false", "evaluator.episodes=4",
+                       f"root={tmp_path}", "evaluator.progress=false", "evaluator.episodes=4", "evaluator.share=0",
                        "evaluator.terminate=self.cost>12000"])
     assert code == 0
     evaluations = rows(tmp_path / "evaluations.csv")
@@ -54,7 +54,8 @@ def test_evaluation_episodes_a_policy_never_ends_are_capped(tmp_path, capsys):
     """CliffWalking-v1 has no time limit and a random policy rarely reaches the goal: evaluation used to hang."""
     code = train_main(["-c", "mdp/gym.yml", "--debug", "-m", "mdp.gym.id=CliffWalking-v1", f"root={tmp_path}",
                        "evaluator.progress=false", "evaluator.episodes=2", "evaluator.max_steps=150",
-                       "sample.envs=2", "train.batch=128", "evaluator.terminate=self.iteration >= 2"])
+                       "evaluator.share=0", "sample.envs=2", "train.batch=128",
+                       "evaluator.terminate=self.iteration >= 2"])
     assert code == 0
     evaluations = rows(tmp_path / "evaluations.csv")
     assert len(evaluations) == 2
