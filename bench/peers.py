@@ -328,7 +328,8 @@ def main() -> None:
                        "ours: first env step",
                        "ours: share of training spent waiting for evaluation"],
                True: ["row", *(f"{p}: final return" for p in args.peers), "ours: final return",
-                      "ours − SB3 (medians)", "seconds from process start to the end (medians)"]}
+                      "ours − SB3 (medians)", "untrained: the return after the first update (medians)",
+                      "seconds from process start to the end (medians)"]}
     for budget, lines in tables.items():
         if lines:
             print()
@@ -360,15 +361,19 @@ def threshold_cells(row: Row, results: dict[str, list[dict[str, Any]]], peers: l
 
 
 def budget_cells(row: Row, results: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """A fixed-budget row's cells: each system's final return, median (min–max) over seeds, ours less SB3's, and
-    each system's seconds from process start to its exit (the final evaluation included)."""
+    """A fixed-budget row's cells: each system's final return, median (min–max) over seeds, ours less SB3's, each
+    system's return after its first update (its first evaluation: a row whose final return is about this one
+    measures a policy that did not learn, such as Ant standing still), and each system's seconds from process start
+    to its exit (the final evaluation included)."""
     finals = {system: [r["final"] for r in runs] for system, runs in results.items()}
     cells = [f"{statistics.median(values):.0f} ({min(values):.0f}–{max(values):.0f})" for values in finals.values()]
     difference = (f"{statistics.median(finals['ours']) - statistics.median(finals['sb3']):+.0f}" if "sb3" in finals
                   else "—")
+    firsts = {system: [r["curve"][0][1] if r["curve"] else math.nan for r in runs] for system, runs in results.items()}
+    untrained = ", ".join(f"{system} {statistics.median(values):.0f}" for system, values in firsts.items())
     seconds = ", ".join(f"{system} {statistics.median(r['end'] for r in runs):.0f} s"
                         for system, runs in results.items())
-    return [row.title, *cells, difference, seconds]
+    return [row.title, *cells, difference, untrained, seconds]
 
 
 if __name__ == "__main__":

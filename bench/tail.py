@@ -8,7 +8,7 @@ so a log of any sitting can be summarized again. A run that did not reach the th
 it past the budget, is a failure; in the interquartile mean it counts as the budget (a lower bound on its cost).
 
     python bench/peers.py --seeds $(seq 100 119) --peers --rows cartpole-ppo ... > log.txt
-    python bench/reliability.py log.txt --plot docs/reliability.png
+    python bench/tail.py log.txt --plot docs/tail.png
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def main() -> None:
             runs.setdefault(key, []).extend(steps)
     unknown = sorted({title for title, _ in runs if title not in BUDGETS})
     if unknown:
-        parser.error(f"rows without a budget in bench/reliability.py BUDGETS: {', '.join(unknown)}")
+        parser.error(f"rows without a budget in bench/tail.py BUDGETS: {', '.join(unknown)}")
     print("| row | system | solved within the budget | env steps to the threshold: IQM [95 % CI] | "
           "median (min–max) of the solved |")
     print("|---|---|---|---|---|")

@@ -1,4 +1,4 @@
-"""bench/reliability.py: the interquartile mean, its bootstrap interval, and what counts as solved."""
+"""bench/tail.py: the interquartile mean, its bootstrap interval, and what counts as solved."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from reliability import bootstrap_interval, interquartile_mean, read_runs, summary  # noqa: E402
+from tail import bootstrap_interval, interquartile_mean, read_runs, summary  # noqa: E402
 
 
 def test_the_interquartile_mean_averages_the_middle_half():
