@@ -16,8 +16,8 @@ import yaml
 
 from .errors import ConfigError
 from .expression import Expression, ExpressionError
-from .kinds import apply_kind_sampling, drop_tuned_for_kind
-from .tuned import apply_tuned, check_tuned
+from .kinds import apply_kind_sampling, apply_kind_untuned, drop_tuned_for_kind
+from .tuned import TUNED, apply_tuned, check_tuned, section_name
 
 PACKAGE = Path(__file__).resolve().parents[1]
 DEFAULTS = PACKAGE / "lamarckian.yml"      # every key's default (package data: a wheel carries it)
@@ -279,8 +279,9 @@ def _expressions_to_text(config: Any) -> Any:
 
 def read_config(files: Iterable[str] = (), modifications: Iterable[str] = (), *, defaults: Path = DEFAULTS,
                 ranges: bool = False) -> tuple[dict[str, Any], Sources]:
-    """Defaults ← each ``-c`` file in order ← the task's ``tuned.<rl.algorithm>`` section ← the sampling that
-    ``mdp.create``'s kind needs (:mod:`~lamarckian.config.kinds`) ← each ``-m`` edit, then references; every key
+    """Defaults ← each ``-c`` file in order ← the task's ``tuned.<rl.algorithm>`` section ← the values that
+    ``mdp.create``'s kind needs (:mod:`~lamarckian.config.kinds`: a game's sampling; an untuned single-agent task's
+    sample-efficient values) ← each ``-m`` edit, then references; every key
     and type checked against the defaults, and which file (or ``-m``, or tuned section) set
     each key the user set. The typed sections' ranges are checked by :func:`lamarckian.config.checked.load`, which
     users call."""
@@ -308,7 +309,11 @@ def read_config(files: Iterable[str] = (), modifications: Iterable[str] = (), *,
     except KeyError:                                  # a schema without algorithms (tests' own defaults)
         algorithm = ""
     drop_tuned_for_kind(config, algorithm, sources.of)
+    section = section_name(algorithm, (config.get("model") or {}).get("recurrent"))
+    tuned = bool((config.get(TUNED) or {}).get(section))
     apply_tuned(config, algorithm, set_by_edit, sources.by_key.__setitem__, sources.of)
+    apply_kind_untuned(config, section, tuned, lambda name: read_yaml(resolve_file(name)),
+                       lambda key: key in sources.by_key or set_by_edit(key), sources.by_key.__setitem__)
     apply_kind_sampling(config, lambda name: read_yaml(resolve_file(name)), set_by_edit, sources.by_key.__setitem__,
                         sources.of)
     validate(config, checked_schema, sources, ranges=ranges)

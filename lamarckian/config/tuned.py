@@ -32,11 +32,12 @@ RECURRENT_CORES = ("lstm", "gru")                                # model.recurre
 _NOT_TUNABLE = (TUNED, "rl.algorithm")                           # what a preset may not set
 
 
-def _leaves(data: dict[str, Any], prefix: str = "") -> list[str]:
+def leaves(data: dict[str, Any], prefix: str = "") -> list[str]:
+    """The dotted keys of ``data``'s leaves (an empty mapping is a leaf)."""
     keys = []
     for key, value in data.items():
         if isinstance(value, dict) and value:
-            keys += _leaves(value, f"{prefix}{key}.")
+            keys += leaves(value, f"{prefix}{key}.")
         else:
             keys.append(f"{prefix}{key}")
     return keys
@@ -62,11 +63,20 @@ def check_tuned(config: dict[str, Any], origin_of: Callable[[str], str],
         if not isinstance(section, dict):
             raise ConfigError(f"{key} (from {origin_of(key)}): expected a mapping of settings, got "
                               f"{type(section).__name__}")
-        for leaf in _leaves(section):
+        for leaf in leaves(section):
             if any(leaf == name or leaf.startswith(f"{name}.") for name in _NOT_TUNABLE):
                 raise ConfigError(f"{key}.{leaf} (from {origin_of(f'{key}.{leaf}')}): a tuned section cannot set "
                                   f"{leaf}")
         validate(section, f"{key}.")
+
+
+def copy_leaf(config: dict[str, Any], values: dict[str, Any], leaf: str) -> None:
+    """Set the dotted key ``leaf`` of ``config`` (in place) to its value in ``values``."""
+    *parents, name = leaf.split(".")
+    node, value = config, values
+    for part in parents:
+        node, value = node.setdefault(part, {}), value[part]
+    node[name] = value[name]
 
 
 def section_name(algorithm: str, recurrent: str | None) -> str:
@@ -90,15 +100,10 @@ def apply_tuned(config: dict[str, Any], algorithm: str, set_by_edit: Callable[[s
     algorithm = name
     section = tuned.get(algorithm) or {}
     applied = []
-    for leaf in _leaves(section):
+    for leaf in leaves(section):
         if set_by_edit(leaf):
             continue
-        *parents, name = leaf.split(".")
-        node, value = config, section
-        for part in parents:
-            node = node.setdefault(part, {})
-            value = value[part]
-        node[name] = value[name]
+        copy_leaf(config, section, leaf)
         record(leaf, f"{origin_of(f'{TUNED}.{algorithm}.{leaf}')} ({TUNED}.{algorithm})")
         applied.append(leaf)
     return applied
