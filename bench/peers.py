@@ -142,7 +142,8 @@ ROWS["hopper-ppo"] = dataclasses.replace(ROWS["hopper-ppo"], defaults=SB3_DEFAUL
 
 
 def untuned(env: str, normalize: bool, algorithm: str = "PPO") -> Row:
-    """A defaults-against-defaults row: ours with no task file (so no tuned section: ``-m mdp.gym.id=<env>``),
+    """A defaults-against-defaults row: ours with no task file (``-m mdp.gym.id=<env>``: no tuned section, so the
+    values an untuned single-agent task gets, untuned/gym.yml),
     stable-baselines3's ``PPO("MlpPolicy", env)`` (or ``SAC``) as it comes (VecNormalize where the zoo's MuJoCo
     defaults use it: PPO only), the final weights' return at :data:`DEFAULTS_BUDGET` env steps
     (:data:`SAC_DEFAULTS_BUDGET` for SAC)."""
