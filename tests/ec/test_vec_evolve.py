@@ -93,8 +93,9 @@ def test_vectorized_groups_on_ray_replace_a_killed_learner(ray_local, tmp_path):
     assert evolution.trained >= 12
     rows = [json.loads(line) for line in (tmp_path / "lineage.jsonl").read_text().splitlines()]
     assert {row["learner"] for row in rows} == {0, 1, 2}                   # learner 2 replaced the killed one
-    assert all(any(row["id"] == restarted and row["learner"] == 2 for row in rows)
-               for restarted in evolution.restarted)                         # its members trained again there
+    assert all(any(row["id"] == restarted and row["learner"] != 0 for row in rows)
+               for restarted in evolution.restarted)     # its members trained again by a living learner (the survivor
+    #                                                      while Ray places the replacement, or the replacement)
     assert len(members) == 4
     assert all(m.state is not None and "pool" in m.state for m in members)
     assert (tmp_path / "league" / "learner-0" / "ratings.csv").is_file()   # (killed: maybe after a first round)

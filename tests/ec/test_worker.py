@@ -26,6 +26,7 @@ def through_the_wire(value):
 def learner():
     config = load(["mdp/gym.yml"], ["ray.local_mode=true", "sample.actors=1", "sample.envs=4",
                                     "sample.truncation=16", "train.batch=128", "sample.eval=3",
+                                    "rl.ppo.epochs=4", "rl.ppo.minibatches=4", "sample.sync=false",
                                     "ec.train.stopper=self.iteration >= 2", "train.lr=[1e-4,1e-2]"], ranges=True)
     worker = PopulationLearner(SearchSpace.from_config(config).base, 0)
     yield worker

@@ -190,7 +190,8 @@ def test_the_line_names_where_late_episodes_wait_and_for_how_long():
 
 def test_an_actor_reports_its_late_lanes_and_where_they_wait():
     """A sampler whose one episode has not stepped for longer than mdp.hitch names it in its progress report."""
-    actor = Actor(load(["mdp/gym.yml"], ["sample.envs=2", "sample.truncation=8", "mdp.hitch=0.01"]), 0)
+    actor = Actor(load(["mdp/gym.yml"], ["sample.envs=2", "sample.truncation=8", "sample.sync=false",
+                                         "mdp.hitch=0.01"]), 0)
     try:
         actor.sample()
         sampler = actor.sampler
