@@ -193,7 +193,7 @@ def print_table(title: str, header: tuple[str, ...], rows: list[tuple]) -> None:
 
 
 def single_node(options: argparse.Namespace) -> None:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
 
     def start(count: int) -> list[Value]:
         return [ray.remote(num_cpus=0)(Peer).remote() for _ in range(count)]

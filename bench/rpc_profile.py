@@ -98,7 +98,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     actor = ray.remote(num_cpus=0)(Probe).remote()
     someone = Any([actor])
     context = zmq.Context()

@@ -127,7 +127,7 @@ def main() -> None:
     from ray.tune.schedulers import PopulationBasedTraining
 
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    ray.init(num_cpus=job["cpus"], include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=job["cpus"], include_dashboard=False, log_to_driver=False)
     rllib = job["side"] == "rllib"
     metric = "evaluation/env_runners/episode_return_mean" if rllib else "fitness"
     time_attr = "num_env_steps_sampled_lifetime" if rllib else "env_steps"

@@ -73,7 +73,10 @@ def learner_threads(config: Mapping[str, Any]) -> int:
 
 def start_ray(ray_config: Mapping[str, Any]) -> bool:
     """``ray.init`` from the ``ray`` section: join ``address`` or start a local Ray (``num_cpus``); nothing in
-    local mode (actors are objects of this process). Whether Ray was started."""
+    local mode (actors are objects of this process). Whether Ray was started.
+
+    Without ``address`` the Ray is this run's own, even where a ``ray start`` or another program's test cluster
+    left its address in Ray's temp folder (``ray.init()`` alone would join that one, and refuse ``num_cpus``)."""
     if ray_config.get("local_mode"):
         return False
     import ray
@@ -81,8 +84,10 @@ def start_ray(ray_config: Mapping[str, Any]) -> bool:
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
     if ray_config.get("address"):
         options["address"] = ray_config["address"]
-    elif ray_config.get("num_cpus"):
-        options["num_cpus"] = math.ceil(ray_config["num_cpus"])
+    else:
+        options["address"] = "local"
+        if ray_config.get("num_cpus"):
+            options["num_cpus"] = math.ceil(ray_config["num_cpus"])
     # a local Ray turns token authentication on by default and says so at every start: kept on, not announced
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     ray.init(**options)

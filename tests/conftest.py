@@ -10,7 +10,7 @@ def ray_local():
     """A real local Ray with 2 CPUs (shut down after the module)."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 
