@@ -60,7 +60,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     config = load(["mdp/gym.yml"], [f"sample.envs={args.envs}", f"sample.actors={args.actors}"])
-    ray.init(address="local", num_cpus=max(args.actors, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=max(args.actors, os.cpu_count() or 1), include_dashboard=False,
+             log_to_driver=False)
     probe = create_mdp(config["mdp"])
     blob = to_blob(build_model(probe, config))
     remote = ray.remote(num_cpus=1)(Actor)
