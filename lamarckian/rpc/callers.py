@@ -108,6 +108,17 @@ class All(_Caller):
         connections = list(self.link.connections)
         self._unchecked.append(self.link.request(connections, Kind.CALL, [name, list(args), kwargs], relay=True))
 
+    def scatter(self, name: str, arguments: Sequence[Sequence[Value]], **kwargs: Value) -> None:
+        """Fire-and-check as :meth:`broadcast`, each actor with its own positional arguments (``arguments[i]`` for
+        actor ``i``, in actor order; ``kwargs`` go to all): each gets only its own payload, so nothing is relayed.
+        ValueError when there are not as many argument lists as actors."""
+        self.check()
+        connections = list(self.link.connections)
+        if len(arguments) != len(connections):
+            raise ValueError(f"scatter of {name!r}: {len(arguments)} argument lists for {len(connections)} actors")
+        for connection, own in zip(connections, arguments):
+            self._unchecked.append(self.link.request([connection], Kind.CALL, [name, list(own), kwargs]))
+
     def check(self) -> None:
         """Raise the first error of finished broadcasts, without blocking."""
         self.link.pump(0)

@@ -136,6 +136,10 @@ class Holder:
         self.kept, self.kept_sum = array, float(array.sum(dtype=np.float64))
         return intact
 
+    def held(self) -> float:
+        """The sum of the array it keeps (0 before the first)."""
+        return self.kept_sum
+
     def version(self) -> np.ndarray:
         """The next of a stream of large arrays, each filled with its own number."""
         self.made += 1

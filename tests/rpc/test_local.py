@@ -14,7 +14,7 @@ from lamarckian.rpc import All, Any, Gather, RemoteError
 from lamarckian.util.rpc import All as SeedAll
 from lamarckian.util.rpc.wrap import gather as seed_gather
 
-from .peers import Echo, OnlyAll
+from .peers import Echo, Holder, OnlyAll
 
 
 def test_all_calls_every_actor_in_order_with_args_and_kwargs():
@@ -60,6 +60,23 @@ def test_broadcast_is_fire_and_check():
         everyone.check()  # does not block (it would take the 2 s of the sleeps)
         assert time.monotonic() - started < 1.0
         everyone.wait()
+
+
+def test_scatter_sends_each_actor_its_own_arguments_only():
+    arrays = [np.full(1 << 18, tag, np.float32) for tag in (1, 2)]       # 1 MiB each
+    with All([Holder(), Holder()], settings={"local": "off"}) as everyone:
+        sent = everyone.link.bytes_sent
+        assert everyone.scatter("hold", [(array,) for array in arrays]) is None
+        everyone.wait()
+        sent = everyone.link.bytes_sent - sent
+        assert everyone("held") == [float(1 << 18), float(2 << 18)]
+        assert sent < 1.5 * sum(array.nbytes for array in arrays)          # a broadcast of both: twice that
+
+
+def test_scatter_wants_one_argument_list_per_actor():
+    with All([Echo(), Echo()]) as everyone:
+        with pytest.raises(ValueError, match="1 argument lists for 2 actors"):
+            everyone.scatter("add", [(1,)])
 
 
 def test_any_map_keeps_actors_busy_in_both_orders():

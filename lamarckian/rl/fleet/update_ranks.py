@@ -1,6 +1,6 @@
 """The actor-fleet learner's update on several GPUs (``train.gpus: N``): ranks 1 … N−1 are Ray actors, one GPU each
 (CPU processes where ``train.device`` is cpu), holding replicas of the network and of PPO. Every update the learner
-(rank 0) sends them the batch; each takes its share of the lanes and all take the data-parallel step of
+(rank 0) sends each its share of the batch's lanes (only its own) and all take the data-parallel step of
 :mod:`.distributed` (the step one process would take on the whole batch), so the replicas stay equal to the learner's
 network. The actors that sample are unchanged: they act on CPUs anywhere in the cluster.
 """
@@ -75,7 +75,6 @@ class UpdateRank:
 
     def __init__(self, config: Mapping[str, Any], rank: int, size: int, address: str) -> None:
         configure_process(config)
-        self.rank = rank
         self.model, _, _ = learner_network(config)
         ranks = Ranks(rank, size, address=address, own_gpu=True)
         ranks.join(ranks.backend(next(self.model.parameters()).device.type),
@@ -83,10 +82,11 @@ class UpdateRank:
         self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=RunSettings.from_config(config).seed,
                        ranks=ranks)
 
-    def update(self, shares: list[Mapping[str, Any]], version: int, cost: int, lr: float) -> None:
-        """This rank's share of the step the learner takes now (at the learner's learning rate)."""
+    def update(self, share: Mapping[str, Any], version: int, cost: int, lr: float) -> None:
+        """This rank's share of the step the learner takes now (its lanes of the batch, wire form; at the learner's
+        learning rate)."""
         self.ppo.set_lr(lr)
-        self.ppo.update([Segment.from_wire(shares[self.rank])], version, cost)
+        self.ppo.update([Segment.from_wire(share)], version, cost)
 
     def load(self, state: Mapping[str, Any]) -> None:
         """The learner's weights and optimizer state (after a resume or a new individual)."""
@@ -141,9 +141,10 @@ class UpdateGroup:
         self.others("load", {key: state[key] for key in ("model", "optimizer", "lr", "ppo_generator")})
 
     def update(self, segments: Sequence[Segment], version: int, cost: int) -> dict[str, float]:
-        """The data-parallel step on ``segments``: the others' shares sent, rank 0's taken here; its statistics."""
+        """The data-parallel step on ``segments``: each other rank sent its own share only (``1/N`` of the batch's
+        bytes each), rank 0's taken here; its statistics."""
         shares = split_lanes(segments, self.ranks.size)
-        self.others.broadcast("update", [share.to_wire() for share in shares], version, cost, self.ppo.lr)
+        self.others.scatter("update", [(share.to_wire(), version, cost, self.ppo.lr) for share in shares[1:]])
         stats = self.ppo.update([shares[0]], version, cost)
         self.others.wait()
         return stats
