@@ -4,10 +4,14 @@ evaluation played again, and every evaluation row names the weights it judged.""
 from __future__ import annotations
 
 import csv
+import os
 
+import numpy as np
 import pytest
 
+from lamarckian import rpc
 from lamarckian.config import load
+from lamarckian.rl.fleet.beside import BesideEvaluation
 from lamarckian.rl.fleet.learner import Learner
 from lamarckian.train import main as train_main
 
@@ -37,6 +41,40 @@ def test_a_killed_evaluation_actor_is_replaced_and_the_evaluation_played_again(l
     learner.fleet.beside.actor.kill()
     summary = learner.evaluation_result(wait=True)
     assert (summary["episodes"], learner.fleet.beside.replaced) == (8, 1)
+
+
+@rpc.any
+class FlakyEvaluator:
+    """An evaluation actor whose process dies while it is built the first time (no ``flag`` file yet: it makes
+    one); then it answers an evaluation with one result per episode, naming the weights' version."""
+
+    def __init__(self, flag: str) -> None:
+        if not os.path.exists(flag):
+            open(flag, "w").close()
+            os._exit(3)
+        self.version = -1
+
+    def set_weights(self, version: int, blob: np.ndarray) -> None:
+        self.version = version
+
+    def evaluate(self, episodes: int, opponent: str) -> list[dict[str, int]]:
+        return [{"version": self.version}] * episodes
+
+
+def test_an_evaluation_actor_that_dies_while_starting_is_replaced_after_a_backoff(tmp_path):
+    spawned = []
+
+    def spawn():
+        spawned.append(rpc.processes.spawn(FlakyEvaluator, str(tmp_path / "flag")))
+        return spawned[-1]
+
+    beside = BesideEvaluation(spawn, lambda actor, graceful: actor.close() if graceful else actor.kill(),
+                              rpc.RpcSettings.defaults())
+    try:
+        beside.start(7, np.zeros(3, np.float32), 2, "")
+        assert (beside.wait(), len(spawned)) == ([{"version": 7}] * 2, 2)
+    finally:
+        beside.close()
 
 
 def test_without_beside_the_fleet_plays_the_evaluation_at_once():
