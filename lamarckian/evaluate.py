@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if config["mdp"]["create"] == "vec":
             return evaluate_vec(config, arguments, folders, out)
         from .mdp import create_mdp
-        from .rl.algorithms import build_model
+        from .rl.algorithms.build import build_model
 
         mdp = create_mdp(config["mdp"], seed=config["seed"], evaluation=True)
         if len(mdp) < 2:
@@ -180,7 +180,7 @@ def film_mdp_episode(config, arguments: argparse.Namespace) -> tuple[dict, Any, 
     from .model import load_blob
     from .model.network import seeded
     from .rating.video import record_mdp_episode, video_pair
-    from .rl.algorithms import build_model
+    from .rl.algorithms.build import build_model
 
     mdp_config = dict(config["mdp"])
     if mdp_config["create"] == "gym":

@@ -36,7 +36,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 def policy_of(state: Mapping[str, Any], arguments: argparse.Namespace) -> Any:
     """The acting network of the checkpoint ``state`` with its weights."""
     from .mdp import create_mdp
-    from .rl.algorithms import build_model
+    from .rl.algorithms.build import build_model
     from .rl.policies import refuse_policies
 
     if arguments.config or arguments.modify:

@@ -46,10 +46,18 @@ class Registry:
         key: the config key (``mdp.create``), named in every error.
         built_in: built-in name → ``module:Name``.
         form: how a user's own entry is written, for errors (``module:ClassName``).
+        settings: built-in name → the ``module:Class`` of each typed section it reads (in torch-free modules), which
+            ``load()`` builds, and so checks, for the name a run chooses (a user's own entry checks its own
+            arguments when it is built).
     """
 
-    def __init__(self, key: str, built_in: Mapping[str, str], form: str = "module:ClassName") -> None:
+    def __init__(self, key: str, built_in: Mapping[str, str], form: str = "module:ClassName",
+                 settings: Mapping[str, tuple[str, ...]] | None = None) -> None:
         self.key, self.built_in, self.form = key, dict(built_in), form
+        self.settings = dict(settings or {})
+        unknown = [name for name in self.settings if name not in self.built_in]
+        if unknown:
+            raise ValueError(f"{key}: settings for {', '.join(unknown)}, which are not built-in names")
 
     def names(self) -> tuple[str, ...]:
         """The built-in names, in registration order."""
@@ -67,6 +75,10 @@ class Registry:
             raise ValueError(f"{self.key}={name!r}: expected one of {', '.join(self.built_in)} or {self.form}")
         return load_plugin(spec, self.key)
 
+    def sections(self, name: object) -> tuple[Any, ...]:
+        """The typed section classes the built-in ``name`` reads, imported (none for a user's own entry)."""
+        return tuple(load_plugin(spec, self.key) for spec in self.settings.get(str(name), ()))
+
     def get_class(self, name: str, base: type) -> Any:
         """:meth:`get`, which must be a subclass of ``base`` (ValueError naming the key otherwise)."""
         cls = self.get(name)
@@ -76,12 +88,20 @@ class Registry:
         return cls
 
 
+_PPO = ("lamarckian.rl.algorithms.ppo_settings:PPOSettings",)
+_REPLAY = "lamarckian.rl.algorithms.replay_settings:ReplaySettings"
+
 ALGORITHMS = Registry("rl.algorithm", {
     "ppo": "lamarckian.rl.algorithms.builtin:PPOAlgorithm",
     "impala": "lamarckian.rl.algorithms.builtin:IMPALA",
     "a3c": "lamarckian.rl.algorithms.builtin:A3C",
     "dqn": "lamarckian.rl.algorithms.builtin:DQNAlgorithm",
     "sac": "lamarckian.rl.algorithms.builtin:SACAlgorithm",
+}, settings={
+    "ppo": _PPO, "impala": _PPO, "a3c": _PPO,
+    "dqn": ("lamarckian.rl.algorithms.dqn_settings:DQNSettings",
+            "lamarckian.rl.algorithms.dqn_settings:EpsilonSettings", _REPLAY),
+    "sac": ("lamarckian.rl.algorithms.sac_settings:SACSettings", _REPLAY),
 })
 
 ENVIRONMENTS = Registry("mdp.create", {
@@ -91,6 +111,11 @@ ENVIRONMENTS = Registry("mdp.create", {
     "pettingzoo": "lamarckian.mdp.pettingzoo:ParallelMDP",
     "game": "lamarckian.games.mdp:GameMDP",
     "service": "lamarckian.games.service:ServiceMDP",
+}, settings={
+    "pong": ("lamarckian.mdp.pong:PongSettings",),
+    "coins": ("lamarckian.mdp.coins:CoinsSettings",),
+    "game": ("lamarckian.games.client:GameSettings",),
+    "service": ("lamarckian.games.service:ServiceSettings",),
 })
 VECTORIZED = "vec"      # mdp.create's one name that is no MDP: a vectorized task (mdp.vec.task) trained in-process
 

@@ -107,7 +107,7 @@ def print_footprint(config: Mapping[str, Any]) -> None:
     """``--print-config``: the memory the run will take, as a YAML comment (a run with actors of its own)."""
     if config["mdp"]["create"] == "vec" or RemoteSettings.from_config(config).server is not None:
         return
-    from .rl.algorithms import algorithm_of
+    from .rl.algorithms.build import algorithm_of
     from .rl.fleet.footprint import free_memory, of_run, size_text
     from .rl.fleet.update_ranks import learner_network
 

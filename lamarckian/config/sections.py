@@ -80,7 +80,7 @@ class Section:
         return cls.from_mapping({**lookup_section(default_config(), cls.KEY), **changes})
 
 
-def _require(section: Section, **conditions: bool) -> None:
+def require(section: Section, **conditions: bool) -> None:
     """ValueError ``key=value: out of range`` for the first condition that does not hold."""
     for name, holds in conditions.items():
         if not holds:
@@ -166,7 +166,7 @@ class MDPSettings(Section):
     hitch: float | None
 
     def __post_init__(self) -> None:
-        _require(self, hitch=self.hitch is None or self.hitch > 0)
+        require(self, hitch=self.hitch is None or self.hitch > 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +187,7 @@ class RLSettings(Section):
     policy_mapping: str
 
     def __post_init__(self) -> None:
-        _require(self, algorithm=isinstance(self.algorithm, str) and bool(self.algorithm),
+        require(self, algorithm=isinstance(self.algorithm, str) and bool(self.algorithm),
                  kwargs=isinstance(self.kwargs, dict), discount=0 <= self.discount <= 1, gae=0 <= self.gae <= 1)
 
 
@@ -212,7 +212,7 @@ class TrainSettings(Section):
     rank_timeout: float
 
     def __post_init__(self) -> None:
-        _require(self, lr=self.lr >= 0, lr_horizon=self.lr_horizon > 0, batch=self.batch >= 1,
+        require(self, lr=self.lr >= 0, lr_horizon=self.lr_horizon > 0, batch=self.batch >= 1,
                  threads=self.threads >= 0,
                  grad_clip=self.grad_clip is None or self.grad_clip > 0, rank_timeout=self.rank_timeout > 0,
                  ranks=self.ranks >= 1, rank_gpus=self.rank_gpus >= 0, rank_cpus=self.rank_cpus >= 0,
@@ -238,7 +238,7 @@ class SampleSettings(Section):
     stall: float
 
     def __post_init__(self) -> None:
-        _require(self, actors=self.actors >= 1, num_cpus=self.num_cpus >= 0, envs=self.envs >= 1,
+        require(self, actors=self.actors >= 1, num_cpus=self.num_cpus >= 0, envs=self.envs >= 1,
                  truncation=self.truncation >= 1, credits=self.credits >= 1, eval=self.eval >= 0,
                  batch_wait=self.batch_wait is None or self.batch_wait > 0, stall=self.stall > 0)
 
@@ -253,7 +253,7 @@ class CheckpointSettings(Section):
     keep: int
 
     def __post_init__(self) -> None:
-        _require(self, interval=self.interval >= 0, keep=self.keep >= 1)
+        require(self, interval=self.interval >= 0, keep=self.keep >= 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,7 +278,7 @@ class EvaluatorSettings(Section):
     wandb: str | None
 
     def __post_init__(self) -> None:
-        _require(self, interval=self.interval >= 0, interval_steps=self.interval_steps >= 0,
+        require(self, interval=self.interval >= 0, interval_steps=self.interval_steps >= 0,
                  share=0 <= self.share <= 1, episodes=self.episodes >= 0, steps=self.steps >= 0,
                  max_steps=self.max_steps >= 0)
 
@@ -294,85 +294,7 @@ class OpponentSettings(Section):
     deterministic: float
 
     def __post_init__(self) -> None:
-        _require(self, rule=0 <= self.rule <= 1, deterministic=0 <= self.deterministic <= 1)
-
-
-@dataclasses.dataclass(frozen=True)
-class ReplaySettings(Section):
-    """``train.replay``: the off-policy learners' replay buffer and update-to-data ratio."""
-
-    KEY = "train.replay"
-
-    capacity: int
-    start: int
-    batch: int
-    ratio: float
-    steps: int
-    refresh: int
-    alpha: float
-    beta: float
-    checkpoint: bool
-
-    def __post_init__(self) -> None:
-        _require(self, capacity=self.capacity >= 1, start=1 <= self.start <= self.capacity, batch=self.batch >= 1,
-                 ratio=self.ratio > 0, steps=self.steps >= 1, refresh=self.refresh >= 0, alpha=self.alpha >= 0,
-                 beta=0 <= self.beta <= 1)
-
-
-@dataclasses.dataclass(frozen=True)
-class DQNSettings(Section):
-    """``rl.dqn``: double and dueling DQN, the target network (``epsilon`` is :class:`EpsilonSettings`)."""
-
-    KEY = "rl.dqn"
-    OTHER_KEYS = ("epsilon",)
-
-    double: bool
-    dueling: bool
-    target_update: int
-    tau: float
-
-    def __post_init__(self) -> None:
-        _require(self, target_update=self.target_update >= 1, tau=0 < self.tau <= 1)
-
-
-@dataclasses.dataclass(frozen=True)
-class EpsilonSettings(Section):
-    """``rl.dqn.epsilon``: the actors' ε-greedy schedule (linear in env steps) and its Ape-X spread over lanes."""
-
-    KEY = "rl.dqn.epsilon"
-
-    initial: float
-    final: float
-    decay: int
-    spread: float
-
-    def __post_init__(self) -> None:
-        _require(self, initial=0 <= self.initial <= 1, final=0 <= self.final <= 1, decay=self.decay >= 0,
-                 spread=self.spread >= 0)
-
-    def at(self, steps: int) -> float:
-        """ε after ``steps`` env steps."""
-        share = min(1.0, steps / self.decay) if self.decay else 1.0
-        return self.initial + share * (self.final - self.initial)
-
-
-@dataclasses.dataclass(frozen=True)
-class SACSettings(Section):
-    """``rl.sac``: critics (twin, or a REDQ ensemble), target averaging, the entropy temperature."""
-
-    KEY = "rl.sac"
-
-    critics: int
-    target_critics: int
-    policy_delay: int
-    tau: float
-    alpha: float
-    learn_alpha: bool
-    target_entropy: float | None
-
-    def __post_init__(self) -> None:
-        _require(self, critics=self.critics >= 1, target_critics=1 <= self.target_critics <= self.critics,
-                 policy_delay=self.policy_delay >= 1, tau=0 < self.tau <= 1, alpha=self.alpha > 0)
+        require(self, rule=0 <= self.rule <= 1, deterministic=0 <= self.deterministic <= 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -389,7 +311,7 @@ class RemoteSettings(Section):
     batch: int
 
     def __post_init__(self) -> None:
-        _require(self, timeout=self.timeout > 0, publish=self.publish >= 0, batch=self.batch >= 1)
+        require(self, timeout=self.timeout > 0, publish=self.publish >= 0, batch=self.batch >= 1)
         if self.server is None:
             return
         if not str(self.server).startswith("tcp://"):
@@ -402,14 +324,16 @@ class RemoteSettings(Section):
 
 #: the sections of this layer, built (and so checked) by ``load()``
 RUN_SECTIONS = (RunSettings, RaySettings, MDPSettings, RLSettings, TrainSettings, SampleSettings, EvaluatorSettings,
-                CheckpointSettings, OpponentSettings, ReplaySettings,
-                DQNSettings, EpsilonSettings, SACSettings, RemoteSettings)
+                CheckpointSettings, OpponentSettings, RemoteSettings)
 
 
 def check_sections(config: Mapping[str, Any], sources: Any) -> None:
-    """Build every section of :data:`RUN_SECTIONS` from ``config``: a value out of range is a ConfigError naming
-    the key and the file (or ``-m``) that set it."""
-    for cls in RUN_SECTIONS:
+    """Build every section of :data:`RUN_SECTIONS` from ``config``, those of every built-in algorithm, and those of
+    the environment kind the run chooses (the registries name them: ``rl.dqn``, ``rl.ppo``, ``mdp.game`` for game...;
+    all torch-free; the other kinds' modules are not imported): a value out of range is a ConfigError naming the key
+    and the file (or ``-m``) that set it, before any process starts."""
+    algorithms = dict.fromkeys(cls for name in ALGORITHMS.names() for cls in ALGORITHMS.sections(name))
+    for cls in (*RUN_SECTIONS, *algorithms, *ENVIRONMENTS.sections((config.get("mdp") or {}).get("create"))):
         try:
             cls.from_config(config)
         except ValueError as error:

@@ -32,7 +32,7 @@ from ..mdp.vec.ring import REWARD_WEIGHTS
 from ..model import ModelSettings
 from ..model.network import seeded
 from ..rating.tournament import Entrant, plot, write_tables
-from ..rl.algorithms.ppo import member_keys
+from ..rl.algorithms.ppo_settings import member_keys
 from ..rl.loop import TrainingLoop
 from ..rl.ondevice.evaluation import OnDeviceEvaluation
 from ..rl.ondevice.league import LeagueSettings
@@ -43,7 +43,7 @@ from .settings import EvolutionSettings, RoundSettings
 from .worker import RoundStopper, member_blobs, owned, round_config
 
 #: keys a vectorized population may search (each member has its own value): the PPO settings declared per member
-#: (:func:`~lamarckian.rl.algorithms.ppo.member_keys`) and every reward weight of ``mdp.vec.reward``
+#: (:func:`~lamarckian.rl.algorithms.ppo_settings.member_keys`) and every reward weight of ``mdp.vec.reward``
 SEARCHABLE = (*member_keys(), *(f"mdp.vec.reward.{name}" for name in REWARD_WEIGHTS))
 
 

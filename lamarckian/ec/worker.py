@@ -24,7 +24,7 @@ from ..config import Expression
 from ..config.sections import EvaluatorSettings, OpponentSettings, RLSettings, SampleSettings
 from ..model import to_blob
 from ..remote.fleet import connect
-from ..rl.algorithms.ppo import held_by_state
+from ..rl.algorithms.ppo_settings import held_by_state
 from ..rl.evaluator import Evaluator
 from ..rl.fleet.factory import fleet_learner
 from ..rl.fleet.learner import Learner

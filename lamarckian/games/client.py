@@ -15,7 +15,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..config.sections import Section
+from ..config.sections import Section, require
 from . import protocol
 from .launch import Launcher
 from .protocol import ProtocolViolation
@@ -86,10 +86,8 @@ class GameSettings(Section):
         if self.launch is not None and not any("{port}" in argument for argument in self.launch):
             raise ValueError(f"mdp.game.launch={' '.join(self.launch)!r}: no {{port}} in it (the server must be told "
                              "where to listen: e.g. --bind 127.0.0.1:{port})")
-        if self.connections < 1 or self.max_episodes < 1 or self.instances < 1 or not self.timeout > 0 \
-                or not self.start_timeout > 0:
-            raise ValueError("mdp.game: connections, instances and max_episodes must be >= 1, timeout and "
-                             "start_timeout > 0 seconds")
+        require(self, connections=self.connections >= 1, max_episodes=self.max_episodes >= 1,
+                instances=self.instances >= 1, timeout=self.timeout > 0, start_timeout=self.start_timeout > 0)
 
     def launcher(self) -> Launcher | None:
         """This process's launched servers (started on first use); None without ``launch``."""

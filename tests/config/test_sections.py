@@ -6,11 +6,14 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
+import subprocess
+import sys
 
 import pytest
 
 from lamarckian.config import ConfigError, load
 from lamarckian.config.sections import Section, lookup_section
+from lamarckian.registry import ALGORITHMS, ENVIRONMENTS
 
 MODULES = ("lamarckian.rl.selfplay.pool", "lamarckian.model.network", "lamarckian.ec.pbt", "lamarckian.ec.nsga_ii",
            "lamarckian.ec.tournament", "lamarckian.mdp.pong", "lamarckian.mdp.coins", "lamarckian.rpc.settings",
@@ -20,6 +23,9 @@ MODULES = ("lamarckian.rl.selfplay.pool", "lamarckian.model.network", "lamarckia
 def sections() -> list[type[Section]]:
     for module in MODULES:
         importlib.import_module(module)
+    for registry in (ALGORITHMS, ENVIRONMENTS):       # the sections the registries name, torch-free beside their owners
+        for name in registry.names():
+            registry.sections(name)
     found, todo = [], list(Section.__subclasses__())
     while todo:
         cls = todo.pop()
@@ -67,3 +73,32 @@ def test_a_section_missing_a_key_or_with_a_stray_one_names_it():
 def test_an_rl_setting_out_of_range_names_its_key(change, culprit):
     with pytest.raises(ConfigError, match=re.escape(culprit)):
         load([], [change])
+
+
+@pytest.mark.parametrize("files, change, culprit", [
+    ([], "rl.ppo.clip=0", "rl.ppo.clip=0.0: out of range (from -m rl.ppo.clip=0)"),
+    ([], "rl.ppo.epochs=0", "rl.ppo.epochs=0: out of range (from -m rl.ppo.epochs=0)"),
+    ([], "train.lr=-1", "train.lr=-1.0: out of range (from -m train.lr=-1)"),
+    (["rl/sac.yml"], "rl.sac.tau=0", "rl.sac.tau=0.0: out of range (from -m rl.sac.tau=0)"),
+    ([], "rl.dqn.tau=2", "rl.dqn.tau=2.0: out of range (from -m rl.dqn.tau=2)"),      # another algorithm's, too
+    (["mdp/game/pong.yml"], "mdp.game.timeout=-1", "mdp.game.timeout=-1.0: out of range (from -m mdp.game.timeout=-1)"),
+])
+def test_load_refuses_an_algorithm_or_environment_setting_out_of_range(files, change, culprit):
+    """Before any process starts or any environment is built (the game's timeout was first refused by the learner's
+    probe environment)."""
+    with pytest.raises(ConfigError, match=re.escape(culprit)):
+        load(files, [change])
+
+
+def test_load_checks_every_algorithm_and_environment_kind_without_torch():
+    script = """
+import sys
+from lamarckian.config import load
+from lamarckian.registry import ALGORITHMS, ENVIRONMENTS
+for algorithm in ALGORITHMS.names():
+    for kind in ENVIRONMENTS.names():
+        load([], [f"rl.algorithm={algorithm}", f"mdp.create={kind}"])
+print("torch" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == ["False"], done.stderr[-3000:]

@@ -1,49 +1,16 @@
 """The algorithms of the actor fleet behind one interface (:class:`.base.Algorithm`), named by ``rl.algorithm``:
-``ppo | impala | a3c | dqn | sac`` or a user's own ``package.module:ClassName``."""
+``ppo | impala | a3c | dqn | sac`` or a user's own ``package.module:ClassName``.
+
+Names are imported on first use (PEP 562): the torch-free settings modules beside the algorithms
+(:mod:`.ppo_settings`, :mod:`.dqn_settings`, :mod:`.sac_settings`, :mod:`.replay_settings`) are read by ``load()``
+without importing torch."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from ...lazy import lazy_exports
 
-import torch
+_WHERE = {"KINDS": "base", "Algorithm": "base", "UpdateRule": "base", "algorithm_of": "build",
+          "build_model": "build"}
 
-from ...config.sections import RLSettings
-from ...mdp import MDP
-from ...model.policy_set import PolicySet
-from ...registry import ALGORITHMS, is_plugin
-from ..policies import roles_of
-from .base import KINDS, Algorithm, UpdateRule
-
-__all__ = ["KINDS", "Algorithm", "UpdateRule", "algorithm_of", "build_model"]
-
-
-def algorithm_of(config: Mapping[str, Any]) -> Algorithm:
-    """The algorithm ``rl.algorithm`` names (:data:`~lamarckian.registry.ALGORITHMS`: a built-in, or your own
-    ``module:ClassName`` built with ``rl.kwargs``); ValueError naming the key for an unknown name, a class that
-    cannot be imported or one that is not an :class:`Algorithm` of a known kind."""
-    settings = RLSettings.from_config(config)
-    name, kwargs = settings.algorithm, dict(settings.kwargs)
-    if kwargs and not is_plugin(name):
-        raise ValueError(f"rl.kwargs={kwargs}: the arguments of your own rl.algorithm (module:ClassName); "
-                         f"{name}'s settings are its own sections (rl.{name}, rl.ppo, train...)")
-    cls: type[Algorithm] = ALGORITHMS.get_class(name, Algorithm)
-    if cls.kind not in KINDS:
-        raise ValueError(f"rl.algorithm={name!r}: kind {cls.kind!r}, expected one of {', '.join(KINDS)}")
-    try:
-        return cls(**kwargs)
-    except TypeError as error:
-        raise ValueError(f"rl.kwargs={kwargs}: {name} refuses them ({error})") from None
-
-
-def build_model(mdp: MDP, config: Mapping[str, Any]) -> torch.nn.Module:
-    """The acting network of ``rl.algorithm`` for seat 0 of ``mdp``; with ``rl.policies``, a
-    :class:`~lamarckian.model.PolicySet` of one network per policy, each for its seats."""
-    algorithm = algorithm_of(config)
-    roles = roles_of(mdp, config)
-    if roles is None:
-        return algorithm.acting_network(mdp, config)
-    if algorithm.kind != "on_policy":
-        raise ValueError(f"rl.policies: a policy per role trains with an on-policy algorithm on the actor fleet (ppo, "
-                         f"impala); rl.algorithm={algorithm.name} is refused")
-    return PolicySet({name: algorithm.acting_network(mdp, roles.config_of(config, name), seat=roles.seats_of(name)[0])
-                      for name in roles.names})
+__all__ = sorted(_WHERE)
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -16,7 +16,8 @@ import torch
 
 from ...model import ActorCritic
 from ..segment import Segment
-from .ppo import PPOSettings, episode_starts, vtrace_advantages
+from .ppo import episode_starts, vtrace_advantages
+from .ppo_settings import PPOSettings
 
 
 def segment_gradient(model: ActorCritic, segment: Segment, settings: PPOSettings) -> tuple[np.ndarray, float]:

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from ...config.sections import DQNSettings, EpsilonSettings, RunSettings, SACSettings, TrainSettings
+from ...config.sections import RunSettings, TrainSettings
 from ...mdp import MDP
 from ...model import ModelSettings
 from ...model.offpolicy import QNetwork, SquashedGaussianPolicy
@@ -17,8 +17,11 @@ from ..segment import Segment
 from .a3c import segment_gradient
 from .base import Algorithm, UpdateRule
 from .dqn import DQN
-from .ppo import PPO, PPOSettings
+from .dqn_settings import DQNSettings, EpsilonSettings
+from .ppo import PPO
+from .ppo_settings import PPOSettings
 from .sac import SAC
+from .sac_settings import SACSettings
 
 
 class PPOAlgorithm(Algorithm):

@@ -13,8 +13,8 @@ from typing import Any, Mapping
 import torch
 from torch.nn import functional
 
-from ...config.sections import DQNSettings
 from ...model.offpolicy import QNetwork
+from .dqn_settings import DQNSettings
 from .optim import OwnsAdam, optimizer_step, polyak
 
 

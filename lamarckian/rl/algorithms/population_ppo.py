@@ -27,7 +27,8 @@ from torch.func import functional_call, grad, stack_module_state
 
 from ...model import ActorCritic
 from ...model.stacked import PolicyOutputs
-from .ppo import PPOSettings, adapted_lr, linear_lr, member_keys, ppo_loss
+from .ppo import adapted_lr, linear_lr, ppo_loss
+from .ppo_settings import PPOSettings, member_keys
 
 BETAS, EPS = (0.9, 0.999), 1e-5   # what PPO's torch.optim.Adam uses
 #: PPOSettings fields a member may have its own value of (the rest must be equal across the population): the fields

@@ -13,10 +13,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...config.sections import SACSettings
 from ...model import ModelSettings
 from ...model.offpolicy import CriticEnsemble, SquashedGaussianPolicy
 from .optim import OwnsAdam, polyak
+from .sac_settings import SACSettings
 
 
 class SAC(OwnsAdam):

@@ -14,7 +14,7 @@ from torch import nn
 from ...config.sections import TrainSettings
 from ...model import to_blob
 from ...rating.results import EpisodeResult
-from ..algorithms.ppo import PPOSettings
+from ..algorithms.ppo_settings import PPOSettings
 from ..evaluator import summarize
 from .learner import Learner
 

@@ -15,7 +15,7 @@ from ...model import ModelSettings, load_blob
 from ...model.network import seeded
 from ...model.policy_set import PolicySet
 from ...rating.results import RULE
-from ..algorithms import algorithm_of, build_model
+from ..algorithms.build import algorithm_of, build_model
 from ..seeds import (
     ACTIONS_SLOT,
     CHOICES_SLOT,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..algorithms import algorithm_of
+from ..algorithms.build import algorithm_of
 from .a3c_learner import A3CLearner
 from .learner import Learner
 from .replay_learner import OffPolicyLearner

@@ -17,9 +17,10 @@ from typing import Any, Mapping, cast
 import numpy as np
 import torch
 
-from ...config.sections import ReplaySettings, RLSettings, SampleSettings, TrainSettings
+from ...config.sections import RLSettings, SampleSettings, TrainSettings
 from ...model.observation import ObservationBatcher
 from ...model.policy_set import PolicySet
+from ..algorithms.replay_settings import ReplaySettings
 from ..policies import Roles
 
 PROCESS_BYTES = 400 << 20         # a process with torch, numpy and the package imported, before any data (measured)

@@ -31,8 +31,8 @@ from ...model.policy_set import PolicySet
 from ...rating.results import POOL, RULE, SELF, EpisodeResult
 from ...record import Progress
 from ...timeline import TIMELINE
-from ..algorithms import algorithm_of
 from ..algorithms.base import UpdateRule
+from ..algorithms.build import algorithm_of
 from ..algorithms.per_policy import PerPolicyUpdate
 from ..evaluator import Evaluator, summarize
 from ..loop import Trainer

@@ -17,8 +17,10 @@ from typing import Any, Iterator, Mapping
 
 import torch
 
-from ...config.sections import EpsilonSettings, ReplaySettings, RLSettings, RunSettings
+from ...config.sections import RLSettings, RunSettings
+from ..algorithms.dqn_settings import EpsilonSettings
 from ..algorithms.replay import ReplayBuffer
+from ..algorithms.replay_settings import ReplaySettings
 from ..evaluator import summarize
 from ..segment import Segment
 from .learner import Learner

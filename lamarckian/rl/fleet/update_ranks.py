@@ -19,9 +19,10 @@ from ...config.sections import RunSettings, TrainSettings
 from ...mdp import create_mdp
 from ...model import to_blob
 from ...model.network import seeded
-from ..algorithms import build_model
 from ..algorithms.base import UpdateRule
-from ..algorithms.ppo import PPO, PPOSettings
+from ..algorithms.build import build_model
+from ..algorithms.ppo import PPO
+from ..algorithms.ppo_settings import PPOSettings
 from ..distributed import Ranks
 from ..policies import Roles, roles_of
 from ..segment import ARRAYS, Segment

@@ -36,7 +36,8 @@ from ...config.sections import EvaluatorSettings, OpponentSettings, RunSettings,
 from ...mdp.vec import VecTask, create_vec_task, placement
 from ...model import ActorCritic, ModelSettings, to_blob
 from ...model.network import seeded
-from ..algorithms.ppo import PPO, PPOSettings
+from ..algorithms.ppo import PPO
+from ..algorithms.ppo_settings import PPOSettings
 from ..distributed import Ranks
 from ..evaluator import Evaluator
 from ..loop import Trainer

@@ -28,7 +28,8 @@ from ...mdp.vec import VecTask, create_vec_task, reward_settings
 from ...model import ModelSettings, to_blob
 from ...model.network import seeded
 from ..algorithms.population_ppo import PopulationPPO
-from ..algorithms.ppo import PPO, PPOSettings
+from ..algorithms.ppo import PPO
+from ..algorithms.ppo_settings import PPOSettings
 from ..evaluator import Evaluator
 from ..loop import Trainer
 from ..seeds import VEC_EVALUATION_SEED_OFFSET

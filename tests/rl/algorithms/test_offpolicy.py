@@ -15,12 +15,13 @@ import pytest
 import torch
 
 from lamarckian.config import load
-from lamarckian.config.sections import DQNSettings, SACSettings
 from lamarckian.model import ModelSettings
 from lamarckian.model.offpolicy import QNetwork, SquashedGaussianPolicy
 from lamarckian.rl.acting import EpsilonGreedy
 from lamarckian.rl.algorithms.dqn import DQN
+from lamarckian.rl.algorithms.dqn_settings import DQNSettings
 from lamarckian.rl.algorithms.sac import SAC
+from lamarckian.rl.algorithms.sac_settings import SACSettings
 from lamarckian.rl.fleet.factory import fleet_learner
 from lamarckian.rl.fleet.replay_learner import OffPolicyLearner
 from lamarckian.rl.loop import TrainingLoop
