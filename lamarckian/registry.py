@@ -97,11 +97,13 @@ ALGORITHMS = Registry("rl.algorithm", {
     "a3c": "lamarckian.rl.algorithms.builtin:A3C",
     "dqn": "lamarckian.rl.algorithms.builtin:DQNAlgorithm",
     "sac": "lamarckian.rl.algorithms.builtin:SACAlgorithm",
+    "td3": "lamarckian.rl.algorithms.td3:TD3Algorithm",
 }, settings={
     "ppo": _PPO, "impala": _PPO, "a3c": _PPO,
     "dqn": ("lamarckian.rl.algorithms.dqn_settings:DQNSettings",
             "lamarckian.rl.algorithms.dqn_settings:EpsilonSettings", _REPLAY),
     "sac": ("lamarckian.rl.algorithms.sac_settings:SACSettings", _REPLAY),
+    "td3": ("lamarckian.rl.algorithms.td3_settings:TD3Settings", _REPLAY),
 })
 
 ENVIRONMENTS = Registry("mdp.create", {

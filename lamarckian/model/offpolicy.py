@@ -25,12 +25,12 @@ LOG_STD_RANGE = (-20.0, 2.0)    # SAC's clamp of the policy's log standard devia
 
 
 def instead(action_space: gymnasium.Space) -> str:
-    """The algorithms that take ``action_space`` where DQN or SAC cannot (one clause of a refusal)."""
+    """The algorithms that take ``action_space`` where DQN, SAC or TD3 cannot (one clause of a refusal)."""
     if isinstance(action_space, FACTORED):
         return "rl.algorithm=ppo, impala or a3c: they take factorised action spaces"
     if isinstance(action_space, gymnasium.spaces.Discrete):
         return "rl.algorithm=dqn, ppo, impala or a3c"
-    return "rl.algorithm=sac, ppo, impala or a3c"
+    return "rl.algorithm=sac, td3, ppo, impala or a3c"
 
 class QNetwork(nn.Module):
     """``Q(s, ·)`` for a discrete action space: ``forward(obs)`` → ``(N, A)`` in reward units.
@@ -78,6 +78,21 @@ class QNetwork(nn.Module):
         return int(action)
 
 
+def continuous_control(observation_space: gymnasium.Space, action_space: gymnasium.Space, algorithm: str
+                       ) -> tuple[ObservationBatcher, gymnasium.spaces.Box]:
+    """The batcher of vector observations and the bounded Box of actions for an algorithm of bounded continuous
+    actions (SAC, TD3); ValueError naming ``algorithm`` and what takes the spaces instead for anything else."""
+    if not isinstance(action_space, gymnasium.spaces.Box) or not np.all(np.isfinite(action_space.low)) \
+            or not np.all(np.isfinite(action_space.high)):
+        raise ValueError(f"rl.algorithm={algorithm} needs a bounded continuous (Box) action space, this MDP's is "
+                         f"{action_space} (use {instead(action_space)})")
+    batcher = ObservationBatcher(observation_space)
+    if batcher.image or batcher.mixed:
+        raise ValueError(f"rl.algorithm={algorithm} takes vector observations; this MDP's hold images "
+                         "(rl.algorithm=ppo, impala or a3c take them)")
+    return batcher, action_space
+
+
 class SquashedGaussianPolicy(nn.Module):
     """SAC's policy: ``a = tanh(u)``, ``u ~ N(μ(s), σ(s))`` with both from one encoder; actions in ``[-1, 1]^A``,
     scaled to the action space's bounds by :meth:`env_action`."""
@@ -87,17 +102,10 @@ class SquashedGaussianPolicy(nn.Module):
     def __init__(self, observation_space: gymnasium.Space, action_space: gymnasium.Space,
                  settings: ModelSettings) -> None:
         super().__init__()
-        if not isinstance(action_space, gymnasium.spaces.Box) or not np.all(np.isfinite(action_space.low)) \
-                or not np.all(np.isfinite(action_space.high)):
-            raise ValueError(f"rl.algorithm=sac needs a bounded continuous (Box) action space, this MDP's is "
-                             f"{action_space} (use {instead(action_space)})")
-        self.settings, self.action_space = settings, action_space
-        self.batcher = ObservationBatcher(observation_space)
-        if self.batcher.image or self.batcher.mixed:
-            raise ValueError("rl.algorithm=sac takes vector observations; this MDP's hold images (rl.algorithm=ppo, "
-                             "impala or a3c take them)")
+        self.settings = settings
+        self.batcher, self.action_space = continuous_control(observation_space, action_space, "sac")
         self.encoder, width = build_encoder(self.batcher, settings)
-        size = int(np.prod(action_space.shape))
+        size = int(np.prod(self.action_space.shape))
         self.mean_head = init_layer(nn.Linear(width, size), 0.01)
         self.log_std_head = init_layer(nn.Linear(width, size), 0.01)
 
@@ -131,9 +139,13 @@ class SquashedGaussianPolicy(nn.Module):
 
     def env_action(self, action: np.ndarray) -> np.ndarray:
         """A squashed action scaled from ``[-1, 1]`` to the action space's bounds."""
-        action = np.asarray(action, np.float32).reshape(self.action_space.shape)
-        low, high = self.action_space.low, self.action_space.high
-        return (low + (np.clip(action, -1.0, 1.0) + 1.0) * 0.5 * (high - low)).astype(np.float32)
+        return to_bounds(action, self.action_space)
+
+
+def to_bounds(action: np.ndarray, space: gymnasium.spaces.Box) -> np.ndarray:
+    """An action in ``[-1, 1]^A`` (clipped there) scaled to the bounds of ``space``, in its shape."""
+    action = np.asarray(action, np.float32).reshape(space.shape)
+    return (space.low + (np.clip(action, -1.0, 1.0) + 1.0) * 0.5 * (space.high - space.low)).astype(np.float32)
 
 
 class EnsembleLinear(nn.Module):

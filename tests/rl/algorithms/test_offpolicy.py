@@ -233,7 +233,7 @@ def test_the_seed_dqn_command_trains_cartpole(tmp_path):
     (["rl/dqn.yml"], [], "rl.algorithm=dqn trains single-player MDPs; mdp.create=pong has 2 seats"),
     (["mdp/gym.yml", "rl/dqn.yml"], ["model.normalize_observation=true"], "model.normalize_observation=true"),
     (["mdp/gym.yml"], ["rl.algorithm=a2c"],
-     "rl.algorithm='a2c': expected one of ppo, impala, a3c, dqn, sac or module:ClassName"),
+     "rl.algorithm='a2c': expected one of ppo, impala, a3c, dqn, sac, td3 or module:ClassName"),
     (["mdp/gym.yml", "rl/dqn.yml"], ["train.replay.start=0"], "train.replay.start=0: out of range"),
 ])
 def test_bad_off_policy_settings_are_one_line(tmp_path, capsys, files, changes, message):
