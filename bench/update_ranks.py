@@ -28,10 +28,13 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
 from lamarckian.config import load  # noqa: E402
+from lamarckian.config.sections import TrainSettings  # noqa: E402
 from lamarckian.mdp import create_mdp  # noqa: E402
-from lamarckian.rl.algorithms.ppo import PPO, PPOSettings  # noqa: E402
+from lamarckian.rl.algorithms.ppo import PPO  # noqa: E402
+from lamarckian.rl.algorithms.ppo_settings import PPOSettings  # noqa: E402
 from lamarckian.rl.fleet.update_ranks import UpdateGroup, learner_network  # noqa: E402
 from lamarckian.rl.segment import ARRAYS, Segment  # noqa: E402
+from lamarckian.rpc import RpcSettings  # noqa: E402
 
 
 def batch(model: torch.nn.Module, observation: tuple[int, ...], lanes: int, steps: int) -> Segment:
@@ -77,7 +80,8 @@ def measure(ranks: int, args: argparse.Namespace) -> dict[str, float]:
     one = timed(lambda: alone.update([data], 0, data.steps), args.warmup + args.updates)[args.warmup:]
     ray.init(address="local", num_cpus=ranks, include_dashboard=False, log_to_driver=False)
     try:
-        group = UpdateGroup(config, PPO(model, PPOSettings.from_config(config), seed=seed), local=False)
+        group = UpdateGroup(TrainSettings.from_config(config), RpcSettings.from_config(config),
+                            PPO(model, PPOSettings.from_config(config), seed=seed), seed, threads=1, local=False)
         try:
             link = group.others.link
             sent: list[float] = []

@@ -54,14 +54,3 @@ class RunningNormalizer(nn.Module):
 
     def denormalize(self, value: torch.Tensor) -> torch.Tensor:
         return value * self.std() + self.mean
-
-
-@torch.no_grad()
-def preserve_outputs(head: nn.Linear, normalizer: RunningNormalizer, mean: torch.Tensor, std: torch.Tensor) -> None:
-    """PopArt (van Hasselt et al., 2016): rescale ``head``, whose outputs ``(..., 1)`` are denormalized by
-    ``normalizer``, so that its outputs in the original units are what they were under the statistics ``mean`` and
-    ``std`` (0-d, before an update of ``normalizer``): ``W' = W σ/σ'``, ``b' = (σ b + μ − μ')/σ'``. The critic's
-    predictions then stay where they were when the return statistics move, and only learning moves them."""
-    new_std = normalizer.std()
-    head.weight.mul_(std / new_std)
-    head.bias.mul_(std).add_(mean - normalizer.mean).div_(new_std)

@@ -165,7 +165,7 @@ class PopulationPPO:
         settings = self.settings
         if settings.lr_schedule == "linear":
             self.lrs.copy_(torch.tensor([linear_lr(s, cost) for s in self.member_settings]))
-        self.read_members()
+        self.read_buffers()
         stacked = {key: torch.stack([b[key] for b in batches]) for key in batches[0]
                    if key not in ("staleness", "explained_variance")}
         count = stacked["advantages"].shape[1]
@@ -203,16 +203,13 @@ class PopulationPPO:
             member["lr"] = lr
         return stats
 
-    def read_members(self) -> None:
-        """The members' value heads and normalizer statistics into the stack (the value statistics and the head
-        rescaled to them as :meth:`PPO.prepare` has just left them, the observation statistics as the actors had
-        them)."""
+    def read_buffers(self) -> None:
+        """The members' normalizer statistics into the stack (the value statistics as :meth:`PPO.prepare` has just
+        updated them, the observation statistics as the actors had them)."""
         with torch.no_grad():
             for member, model in enumerate(self.models):
                 for name, buffer in model.named_buffers():
                     self.buffers[f"model.{name}"][member].copy_(buffer)
-                for name, parameter in model.value_head.named_parameters():
-                    self.parameters[f"model.value_head.{name}"][member].copy_(parameter)
 
     def _write_back(self) -> None:
         """Copy the stacked parameters into the member modules (acting and :meth:`PPO.prepare` use those)."""

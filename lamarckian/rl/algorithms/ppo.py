@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ...model import ActorCritic
-from ...model.normalizer import RunningNormalizer, preserve_outputs
+from ...model.normalizer import RunningNormalizer
 from ..distributed import Ranks, owned_samples
 from ..segment import Segment
 from .optim import OwnsAdam
@@ -269,9 +269,7 @@ class PPO(OwnsAdam):
             explained = explained_variance(values, targets)
         if model.settings.normalize_value:        # targets, old values and the critic's output in the NEW statistics
             normalizer = model.value_normalizer
-            mean, std = normalizer.mean.clone(), normalizer.std()
             self._fold(normalizer, targets.reshape(-1))
-            preserve_outputs(model.value_head, normalizer, mean, std)      # PopArt: the critic's values stay put
             targets = (targets - normalizer.mean) / normalizer.std()
             old_values = (values - normalizer.mean) / normalizer.std()
         else:

@@ -17,12 +17,14 @@ from typing import Any, Iterator, Mapping, cast
 import numpy as np
 
 from ... import rpc
+from ...cli import learner_threads
 from ...config.sections import (
     EvaluatorSettings,
     MDPSettings,
     RaySettings,
     RemoteSettings,
     RLSettings,
+    RunSettings,
     SampleSettings,
     TrainSettings,
 )
@@ -351,7 +353,9 @@ class Learner(Trainer):
         if not self.fleet.started:
             self.start_actors()
         if self.update_group is None and TrainSettings.from_config(self.config).gpus > 1:
-            self.update_group = UpdateGroup(self.config, self._ranked_rule(), self.fleet.local)
+            self.update_group = UpdateGroup(TrainSettings.from_config(self.config), self.fleet.rpc_settings,
+                                            self._ranked_rule(), RunSettings.from_config(self.config).seed,
+                                            learner_threads(self.config), self.fleet.local)
             self.update_group.load(self.state_dict())
         with self.fleet.gather.gathering("sample"):
             yield

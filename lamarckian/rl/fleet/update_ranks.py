@@ -7,6 +7,7 @@ network. The actors that sample are unchanged: they act on CPUs anywhere in the 
 
 from __future__ import annotations
 
+import copy
 import socket
 from typing import Any, Mapping, Protocol, Sequence
 
@@ -14,7 +15,6 @@ import numpy as np
 import torch
 
 from ... import rpc
-from ...cli import configure_process
 from ...config.sections import RunSettings, TrainSettings
 from ...mdp import create_mdp
 from ...model import to_blob
@@ -66,22 +66,28 @@ def learner_network(config: Mapping[str, Any]) -> tuple[torch.nn.Module, int, Ro
 
 @rpc.all
 class UpdateRank:
-    """Rank ``rank`` of the learner's update (a Ray actor).
+    """Rank ``rank`` of the learner's update (a Ray actor). It builds no environment and reads no configuration: the
+    learner hands down its network and its update's settings.
 
     Args:
-        config: the run's configuration (the replica is built from it as the learner builds its network).
+        model: a copy of the learner's network on the CPU (moved here to ``device``): the replica.
+        settings: the learner's PPO settings (PPO's or IMPALA's); ``seed`` seeds PPO's minibatch stream (the
+            learner's state replaces it at :meth:`load`).
+        device: ``cpu`` or ``cuda`` (this rank's own GPU).
+        threads: torch's CPU threads in this process.
         rank, size: this rank and the number of ranks (the learner is rank 0).
-        address: the learner's ``tcp://host:port`` for the group's rendezvous.
+        address: the learner's ``tcp://host:port`` for the group's rendezvous; ``timeout``: seconds to wait for the
+            others there (``train.rank_timeout``).
     """
 
-    def __init__(self, config: Mapping[str, Any], rank: int, size: int, address: str) -> None:
-        configure_process(config)
-        self.model, _, _ = learner_network(config)
+    def __init__(self, model: torch.nn.Module, settings: PPOSettings, seed: int, device: str, threads: int,
+                 rank: int, size: int, address: str, timeout: float) -> None:
+        torch.set_num_threads(threads)
+        torch.manual_seed(seed)
+        self.model = model.to(device)
         ranks = Ranks(rank, size, address=address, own_gpu=True)
-        ranks.join(ranks.backend(next(self.model.parameters()).device.type),
-                   TrainSettings.from_config(config).rank_timeout)
-        self.ppo = PPO(self.model, PPOSettings.from_config(config), seed=RunSettings.from_config(config).seed,
-                       ranks=ranks)
+        ranks.join(ranks.backend(torch.device(device).type), timeout)
+        self.ppo = PPO(self.model, settings, seed=seed, ranks=ranks)
 
     def update(self, share: Mapping[str, Any], version: int, cost: int, lr: float) -> None:
         """This rank's share of the step the learner takes now (its lanes of the batch, wire form; at the learner's
@@ -100,10 +106,11 @@ class UpdateRank:
 
 
 class RankedUpdate(UpdateRule, Protocol):
-    """A data-parallel update rule (:attr:`Algorithm.data_parallel`: PPO, IMPALA): its network, and the ranks its
-    gradients are averaged over (None: alone)."""
+    """A data-parallel update rule (:attr:`Algorithm.data_parallel`: PPO, IMPALA): its network, its settings, and
+    the ranks its gradients are averaged over (None: alone)."""
 
     model: torch.nn.Module
+    settings: PPOSettings
     ranks: Ranks | None
 
 
@@ -111,16 +118,19 @@ class UpdateGroup:
     """The learner's side: it joins the group as rank 0 and drives the other ranks.
 
     Args:
-        config: the run's configuration (``train.gpus`` ranks in all).
-        ppo: the learner's update rule (PPO's or IMPALA's; its network is rank 0's replica; it becomes
-            data-parallel).
+        train: the ``train`` section (``gpus`` ranks in all, ``rank_timeout``).
+        rpc_settings: how the learner talks to the other ranks.
+        ppo: the learner's update rule (PPO's or IMPALA's; its network is rank 0's replica, and each other rank
+            starts from a copy of it; it becomes data-parallel).
+        seed: the run's seed; ``threads``: torch's CPU threads in each other rank.
         local: the other ranks are objects of this process (``--debug``): refused, a rank is a process.
     """
 
-    def __init__(self, config: Mapping[str, Any], ppo: RankedUpdate, local: bool) -> None:
+    def __init__(self, train: TrainSettings, rpc_settings: rpc.RpcSettings, ppo: RankedUpdate, seed: int,
+                 threads: int, local: bool) -> None:
         import ray
 
-        size = TrainSettings.from_config(config).gpus
+        size = train.gpus
         if local:
             raise ValueError(f"train.gpus={size} needs Ray processes (each update rank is one); --debug runs in one")
         device = next(ppo.model.parameters()).device
@@ -129,13 +139,15 @@ class UpdateGroup:
             probe.bind((host, 0))
             address = f"tcp://{host}:{probe.getsockname()[1]}"
         remote: Any = ray.remote(num_cpus=1, num_gpus=1 if device.type == "cuda" else 0, max_restarts=0)(UpdateRank)
-        self.handles = [remote.remote(dict(config), rank, size, address) for rank in range(1, size)]
+        replica = copy.deepcopy(ppo.model).cpu()
+        self.handles = [remote.remote(replica, ppo.settings, seed, device.type, threads, rank, size, address,
+                                      train.rank_timeout) for rank in range(1, size)]
         self.ranks = Ranks(0, size, address=address, own_gpu=True)
-        self.ranks.join(self.ranks.backend(device.type), TrainSettings.from_config(config).rank_timeout)
+        self.ranks.join(self.ranks.backend(device.type), train.rank_timeout)
         self.ranks.sync_parameters(ppo.model)             # as every replica's PPO does on construction
         ppo.ranks = self.ranks
         self.ppo = ppo
-        self.others = rpc.All(self.handles, settings=rpc.RpcSettings.from_config(config))
+        self.others = rpc.All(self.handles, settings=rpc_settings)
 
     def load(self, state: Mapping[str, Any]) -> None:
         """Give every replica the learner's state."""

@@ -83,7 +83,7 @@ def test_one_forward_acts_for_every_member(action_space):
     for member in members:                                    # normalizers that differ between members
         member.observation_normalizer.update(torch.randn(50, 3) * (1 + len(members)))
     population = PopulationPPO(members, [PPOSettings.defaults()] * 3, [0, 1, 2])
-    population.read_members()
+    population.read_buffers()
     observations = torch.randn(3, 32, 3)
     actions, log_probs, values = population.act(observations, torch.Generator().manual_seed(5))
     assert log_probs.shape == values.shape == (3, 32)
