@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import json
 import os
 import shutil
 import signal
@@ -105,6 +106,23 @@ class Hosts:
             ip("-n", host.namespace, "addr", "add", f"{host.address}/24", "dev", "eth0")
             ip("-n", host.namespace, "link", "set", "eth0", "up")
             ip("-n", host.namespace, "link", "set", "lo", "up")
+        for host in self.hosts:
+            self.wait_forwarding(host)
+
+    def wait_forwarding(self, host: Host, deadline: float = 60.0) -> None:
+        """Return once ``host``'s link is up and its bridge port forwards (the kernel enables the port when its
+        link-state watcher runs, up to a second or more after ``link set up`` on a busy machine); a RuntimeError
+        after ``deadline`` seconds."""
+        waited_until = time.monotonic() + deadline
+        while True:
+            shown = json.loads(ip("-j", "-d", "link", "show", "dev", host.link).stdout)[0]
+            state = shown.get("linkinfo", {}).get("info_slave_data", {}).get("state")
+            if shown.get("operstate") == "UP" and state == "forwarding":
+                return
+            if time.monotonic() > waited_until:
+                raise RuntimeError(f"{host.link}: not forwarding {deadline:g} s after it was set up "
+                                   f"(operstate {shown.get('operstate')}, port {state})")
+            time.sleep(0.05)
 
     # ---- running things in a host ----------------------------------------------------------------------------
     def popen(self, host: Host, argv: Sequence[str], *, log: Path | None = None, cwd: Path | None = None,
@@ -132,7 +150,13 @@ class Hosts:
         ip("link", "set", host.link, "down")
 
     def mend(self, host: Host) -> None:
+        """Join ``host`` to the bridge again; returns once its port forwards, every host's memory of addresses that
+        did not answer while it was cut forgotten (else a connection in the next seconds fails at once with 'no
+        route to host')."""
         ip("link", "set", host.link, "up")
+        self.wait_forwarding(host)
+        for each in self.hosts:
+            ip("-n", each.namespace, "neigh", "flush", "all")
 
     def limit(self, host: Host, mbit: float) -> None:
         """Traffic towards ``host`` at most ``mbit`` Mbit/s (a token bucket on its link, its bucket 10 ms of the

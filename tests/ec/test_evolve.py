@@ -166,9 +166,11 @@ def test_nsga_ii_on_pong_writes_a_front(tmp_path):
 
 @pytest.mark.slow
 def test_population_self_play_on_pong(ray_local, tmp_path):
+    # one learner: rounds one after another, so a member's round starts after another's weights exist (with two
+    # learners, one slow to start let the other train three rounds, and the run end, before it had any)
     config = load(["ec/ea/tournament.yml", "ec/selfplay.yml"],
-                  ["ec.population=2", "sample.actors=1", "sample.num_cpus=0.25", "ec.learner_cpus=0.25",
-                   "sample.envs=4", "sample.truncation=32", "train.batch=256", "sample.eval=4",
+                  ["ec.population=2", "ec.learners=1", "sample.actors=1", "sample.num_cpus=0.25",
+                   "ec.learner_cpus=0.25", "sample.envs=4", "sample.truncation=32", "train.batch=256", "sample.eval=4",
                    "ec.train.stopper=self.iteration >= 2", "ec.stop=self.trained >= 4", "rl.opponent.rule=0.0",
                    "evaluator.progress=false", f"root={tmp_path}"], ranges=True)
     evolution = Evolution(config, tmp_path)
