@@ -115,6 +115,7 @@ ENVIRONMENTS = Registry("mdp.create", {
     "service": "lamarckian.games.service:ServiceMDP",
 }, settings={
     "pong": ("lamarckian.mdp.pong:PongSettings",),
+    "gym": ("lamarckian.mdp.gym_settings:GymSettings", "lamarckian.mdp.atari:AtariSettings"),
     "coins": ("lamarckian.mdp.coins:CoinsSettings",),
     "game": ("lamarckian.games.client:GameSettings",),
     "service": ("lamarckian.games.service:ServiceSettings",),

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Mapping
 
 import gymnasium
 import numpy as np
 
 from ..extras import EXTRA_OF_GYM_FAMILY, install_hint
+from ..registry import is_plugin, load_plugin
+from .atari import AtariSettings, atari_settings
 from .base import MDP, Controller, Episode, PlayerSpec
+from .gym_settings import GymSettings, Wrapper
 from .hitch import HitchGuard
+from .text import TextAsWords, text_paths
 
 ATARI_NAMESPACE = "ALE/"
 
@@ -33,34 +38,69 @@ class ObservationSubset(gymnasium.ObservationWrapper):
         return observation[self.indices]
 
 
-def make_env(env_id: str, kwargs: dict[str, Any], preprocess: str | None = None, frame_stack: int = 1,
-             observe: list[int] | None = None, atari: Mapping[str, Any] | None = None) -> gymnasium.Env:
-    """A gymnasium environment; ``preprocess: atari`` applies the standard Atari preprocessing of ``atari``
-    (``mdp.gym.atari``: :mod:`.atari`) and stacks ``frame_stack`` frames. ale-py ships the ROMs. ``observe``: only
-    these entries of a vector observation (None: all)."""
-    if env_id.startswith(ATARI_NAMESPACE) or preprocess == "atari":
+def make_env(settings: GymSettings, atari: AtariSettings | None = None) -> gymnasium.Env:
+    """The environment of ``settings`` (``mdp.gym``): ``register`` called, ``gymnasium.make``, the Atari
+    preprocessing of ``atari`` (``preprocess: atari``, :mod:`.atari`; ale-py ships the ROMs), the ``wrappers`` in
+    order, text parts of the observation encoded (``text``, :mod:`.text`), only the ``observe`` entries, the last
+    ``frame_stack`` observations stacked."""
+    if settings.register is not None:
+        call_register(settings.register)
+    if settings.id.startswith(ATARI_NAMESPACE) or settings.preprocess == "atari":
         import ale_py
 
         gymnasium.register_envs(ale_py)
     try:
-        env = gymnasium.make(env_id, **kwargs)
+        env = gymnasium.make(settings.id, **settings.kwargs)
     except gymnasium.error.DependencyNotInstalled as error:
-        family = str(gymnasium.spec(env_id).entry_point).split(":")[0].split(".")[-2]
-        raise ValueError(f"mdp.gym.id={env_id!r} needs packages that are not installed ({error}): "
+        family = str(gymnasium.spec(settings.id).entry_point).split(":")[0].split(".")[-2]
+        raise ValueError(f"mdp.gym.id={settings.id!r} needs packages that are not installed ({error}): "
                          f"{install_hint(EXTRA_OF_GYM_FAMILY.get(family), family)}") from None
     except gymnasium.error.Error as error:
-        raise ValueError(f"mdp.gym.id={env_id!r}: {error}") from None
-    if preprocess == "atari":
-        from .atari import atari_settings, atari_wrappers
+        raise ValueError(f"mdp.gym.id={settings.id!r}: {error}") from None
+    if settings.preprocess == "atari":
+        from .atari import atari_wrappers
 
-        env = atari_wrappers(env, atari_settings(atari), skip_in_env=kwargs.get("frameskip") != 1)
-    elif preprocess is not None:
-        raise ValueError(f"mdp.gym.preprocess={preprocess!r}: expected null or 'atari'")
-    if observe is not None:
-        env = ObservationSubset(env, list(observe))
-    if frame_stack > 1:
-        env = gymnasium.wrappers.FrameStackObservation(env, frame_stack)
+        env = atari_wrappers(env, atari or AtariSettings.defaults(), skip_in_env=settings.kwargs.get("frameskip") != 1)
+    for index, wrapper in enumerate(settings.parsed_wrappers()):
+        env = apply_wrapper(env, wrapper, f"mdp.gym.wrappers[{index}]")
+    if text_paths(env.observation_space):
+        env = TextAsWords(env, settings.text)
+    if settings.observe is not None:
+        env = ObservationSubset(env, list(settings.observe))
+    if settings.frame_stack > 1:
+        env = gymnasium.wrappers.FrameStackObservation(env, settings.frame_stack)
     return env
+
+
+def call_register(spec: str) -> None:
+    """``mdp.gym.register``: ``module:function`` called, or ``module`` imported (ValueError naming the key when
+    either fails)."""
+    if not is_plugin(spec):
+        try:
+            importlib.import_module(spec)
+        except ImportError as error:
+            raise ValueError(f"mdp.gym.register={spec!r}: cannot import it ({error})") from None
+        return
+    function = load_plugin(spec, "mdp.gym.register")
+    if not callable(function):
+        raise ValueError(f"mdp.gym.register={spec!r}: not a function ({type(function).__name__})")
+    try:
+        function()
+    except Exception as error:
+        raise ValueError(f"mdp.gym.register={spec!r} failed: {type(error).__name__}: {error}") from error
+
+
+def apply_wrapper(env: gymnasium.Env, wrapper: Wrapper, key: str) -> gymnasium.Env:
+    """``env`` inside ``wrapper`` (ValueError naming ``key`` and the class when it cannot be imported, is no
+    gymnasium wrapper, or fails on this environment)."""
+    cls = load_plugin(wrapper.spec, key)
+    if not (isinstance(cls, type) and issubclass(cls, gymnasium.Wrapper)):
+        raise ValueError(f"{key}={wrapper.spec!r}: expected a gymnasium.Wrapper subclass, got {cls!r}")
+    try:
+        return cls(env, **dict(wrapper.kwargs))
+    except Exception as error:
+        raise ValueError(f"{key}={wrapper.spec!r} on {env.spec.id if env.spec else env}: "
+                         f"{type(error).__name__}: {error}") from error
 
 
 class GymController(Controller):
@@ -108,23 +148,30 @@ class GymController(Controller):
 
 
 class GymMDP(MDP):
-    """One gymnasium environment as a one-player MDP (no ticks: the player's call advances it)."""
+    """One gymnasium environment as a one-player MDP (no ticks: the player's call advances it).
 
-    def __init__(self, env_id: str, kwargs: dict[str, Any] | None = None, *, preprocess: str | None = None,
-                 frame_stack: int = 1, observe: list[int] | None = None, atari: Mapping[str, Any] | None = None,
-                 seed: int | None = None) -> None:
-        self.env = make_env(env_id, dict(kwargs or {}), preprocess, frame_stack, observe, atari)
+    Args:
+        settings: ``mdp.gym`` (:class:`GymSettings`; :meth:`make` builds one from an id).
+        atari: ``mdp.gym.atari``, for ``preprocess: atari`` (None: the packaged defaults).
+        seed: seeds the first episode; later ones continue its stream.
+    """
+
+    def __init__(self, settings: GymSettings, atari: AtariSettings | None = None, seed: int | None = None) -> None:
+        self.env = make_env(settings, atari)
         self.spec = PlayerSpec(self.env.observation_space, self.env.action_space)
         self.seed = seed
-        self.guard = HitchGuard(env_id)
+        self.guard = HitchGuard(settings.id)
+
+    @classmethod
+    def make(cls, env_id: str, seed: int | None = None, **changes: Any) -> GymMDP:
+        """``env_id`` with the packaged ``mdp.gym`` defaults and ``changes`` to them (``kwargs``, ``wrappers``...)."""
+        return cls(GymSettings.defaults(id=env_id, **changes), seed=seed)
 
     @classmethod
     def from_mdp(cls, mdp: Mapping[str, Any], seed: int | None = None) -> GymMDP:
-        """``mdp.gym``'s environment: ``id``, ``kwargs``, ``preprocess``, ``frame_stack``, ``observe``, ``atari``."""
-        gym = mdp["gym"]
-        return cls(gym["id"], gym.get("kwargs"), preprocess=gym.get("preprocess"),
-                   frame_stack=gym.get("frame_stack") or 1, observe=gym.get("observe"), atari=gym.get("atari"),
-                   seed=seed)
+        """``mdp.gym``'s environment (keys added since a checkpoint's configuration was written take their
+        defaults)."""
+        return cls(GymSettings.defaults(**mdp["gym"]), atari_settings(mdp["gym"].get("atari")), seed=seed)
 
     def describe(self) -> list[PlayerSpec]:
         return [self.spec]

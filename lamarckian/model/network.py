@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import math
 from typing import Any, Iterator, Mapping, TypeVar
 
@@ -14,10 +15,12 @@ from torch import nn
 from torch.distributions import Categorical, Normal
 
 from ..config.sections import Section
+from ..said import warn_once
 from .actions import FACTORED, FactoredActions, FactoredDistribution
 from .normalizer import RunningNormalizer
-from .observation import ObservationBatcher
+from .observation import SMALLEST_FRAME, ObservationBatcher, small_frames
 
+LOG = logging.getLogger("lamarckian.model")
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "silu": nn.SiLU}
 BOUNDS = ("clip", "tanh")
 RECURRENT = ("lstm", "gru")
@@ -99,16 +102,10 @@ def init_layer(layer: Layer, gain: float) -> Layer:
     return layer
 
 
-SMALLEST_FRAME = 36    # pixels a side the Nature CNN's kernels (8 stride 4, 4 stride 2, 3) need
-
-
 def nature_cnn(shape: tuple[int, ...]) -> tuple[nn.Sequential, int]:
-    """The Nature DQN convolutions for frames ``(C, H, W)`` (scaled to [0, 1]), flattened; its output width.
-    ValueError for frames smaller than :data:`SMALLEST_FRAME` a side (its kernels would not fit)."""
+    """The Nature DQN convolutions for frames ``(C, H, W)`` (scaled to [0, 1]; at least :data:`SMALLEST_FRAME`
+    pixels a side), flattened; its output width."""
     channels, height, width = shape
-    if min(height, width) < SMALLEST_FRAME:
-        raise ValueError(f"image observations of {height}x{width} pixels: the Nature CNN needs at least "
-                         f"{SMALLEST_FRAME}x{SMALLEST_FRAME} (make them larger: mdp.resize, a game server's frames)")
     cnn = nn.Sequential(init_layer(nn.Conv2d(channels, 32, 8, 4), math.sqrt(2)), nn.ReLU(),
                         init_layer(nn.Conv2d(32, 64, 4, 2), math.sqrt(2)), nn.ReLU(),
                         init_layer(nn.Conv2d(64, 64, 3, 1), math.sqrt(2)), nn.ReLU(), nn.Flatten())
@@ -152,6 +149,10 @@ class MixedEncoder(nn.Module):
 def build_encoder(batcher: ObservationBatcher, settings: ModelSettings) -> tuple[nn.Module, int]:
     """The Nature CNN (images; one per image part of a mixed Dict) and the MLP of ``model.hidden``; the module and
     its output width."""
+    for channels, height, width in small_frames(batcher.space):
+        warn_once(LOG, f"image observations of {height}x{width} pixels ({channels} channels) are smaller than the "
+                       f"Nature CNN's {SMALLEST_FRAME}x{SMALLEST_FRAME}: the MLP takes them as a vector (mdp.resize "
+                       "makes them CNN input)")
     if batcher.mixed:
         encoder = MixedEncoder(batcher, settings)
         return encoder, encoder.width

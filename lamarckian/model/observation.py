@@ -7,10 +7,25 @@ from typing import Any, Sequence
 import gymnasium
 import numpy as np
 
+SMALLEST_FRAME = 36    # pixels a side the Nature CNN's kernels (8 stride 4, 4 stride 2, 3) need
+
+
+def is_frame(space: gymnasium.Space) -> bool:
+    """A uint8 Box of rank 3 (frames ``(C, H, W)`` or ``(H, W, C)``), of any size."""
+    return isinstance(space, gymnasium.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
+
 
 def is_image(space: gymnasium.Space) -> bool:
-    """A uint8 Box of rank 3 (frames ``(C, H, W)`` or ``(H, W, C)``)."""
-    return isinstance(space, gymnasium.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
+    """Frames (:func:`is_frame`) at least :data:`SMALLEST_FRAME` pixels a side: the Nature CNN's input. Smaller
+    ones (MiniGrid's 7 × 7 grid of object codes, a tiny game screen) are flattened into the vector part."""
+    return is_frame(space) and min(frame_shape(space)[0][1:]) >= SMALLEST_FRAME
+
+
+def small_frames(space: gymnasium.Space) -> list[tuple[int, int, int]]:
+    """The ``(C, H, W)`` of every part of ``space`` that is a frame too small for the Nature CNN."""
+    if isinstance(space, (gymnasium.spaces.Dict, gymnasium.spaces.Tuple)):
+        return [shape for sub in parts(space).values() for shape in small_frames(sub)]
+    return [frame_shape(space)[0]] if is_frame(space) and not is_image(space) else []
 
 
 def flat_size(space: gymnasium.Space) -> int:

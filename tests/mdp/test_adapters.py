@@ -53,8 +53,8 @@ def run_episode(mdp, policy, players=(0,)):
 
 
 def test_cartpole_discrete_and_seeding():
-    first = run_episode(GymMDP("CartPole-v1", seed=3), lambda o: 0)
-    second = run_episode(GymMDP("CartPole-v1", seed=3), lambda o: 0)
+    first = run_episode(GymMDP.make("CartPole-v1", seed=3), lambda o: 0)
+    second = run_episode(GymMDP.make("CartPole-v1", seed=3), lambda o: 0)
     assert first[1] == second[1]
     assert len(first[1]) > 5
     result = first[0][0].get_result()
@@ -64,14 +64,14 @@ def test_cartpole_discrete_and_seeding():
 
 
 def test_pendulum_box_is_truncated_and_clipped():
-    controllers, rewards = run_episode(GymMDP("Pendulum-v1", seed=0), lambda o: np.array([100.0], np.float32))
+    controllers, rewards = run_episode(GymMDP.make("Pendulum-v1", seed=0), lambda o: np.array([100.0], np.float32))
     assert len(rewards) == 200
     assert controllers[0].truncated  # the time limit, not a terminal state
     assert all(r <= 0 for r in rewards)
 
 
 def test_dict_observations():
-    mdp = GymMDP("LamarckianDictTest-v0", seed=0)
+    mdp = GymMDP.make("LamarckianDictTest-v0", seed=0)
     controllers, rewards = run_episode(mdp, lambda o: o["bit"])
     assert rewards == [1.0] * 10
     assert isinstance(mdp.describe()[0].observation, gymnasium.spaces.Dict)
@@ -79,7 +79,7 @@ def test_dict_observations():
 
 def test_unknown_gym_id_is_a_value_error():
     with pytest.raises(ValueError, match="mdp.gym.id='Nope-v9'"):
-        GymMDP("Nope-v9")
+        GymMDP.make("Nope-v9")
 
 
 def test_pettingzoo_parallel_game():
@@ -93,7 +93,7 @@ def test_pettingzoo_parallel_game():
 
 
 def test_frame_skip_sums_rewards():
-    mdp = GymMDP("CartPole-v1", seed=1)
+    mdp = GymMDP.make("CartPole-v1", seed=1)
     episode = mdp.reset(0)
     skipping = Statistics(FrameSkip(episode.controllers[0], 4), idle_action=None)
 

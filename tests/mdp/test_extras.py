@@ -38,7 +38,8 @@ def test_a_pettingzoo_family_without_its_packages_names_its_extra(module, missin
 
 
 def test_a_box2d_environment_without_box2d_names_the_extra():
-    output = error_without(["Box2D"], "from lamarckian.mdp.gym import make_env; make_env('LunarLander-v3', {})")
+    output = error_without(["Box2D"], "from lamarckian.mdp.gym import GymSettings, make_env; "
+                                      "make_env(GymSettings.defaults(id='LunarLander-v3'))")
     assert "pip install 'lamarckian[box2d]'" in output, output
 
 

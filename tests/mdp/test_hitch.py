@@ -67,7 +67,7 @@ def recording(mdp: GymMDP) -> Recording:
 
 
 def test_a_gymnasium_environment_that_hitched_steps_on_a_thread_of_its_own():
-    mdp = GymMDP("LamarckianRecording-v0", seed=0)
+    mdp = GymMDP.make("LamarckianRecording-v0", seed=0)
     mdp.hitched(1.0)
     controller = mdp.reset(0).controllers[0]
     asyncio.run(controller(np.int64(0)))
@@ -78,7 +78,7 @@ def test_a_gymnasium_environment_that_hitched_steps_on_a_thread_of_its_own():
 
 def test_a_reset_waits_for_a_step_whose_caller_gave_up():
     """An evaluation's step cap cancels a seat waiting on its thread: the next reset starts after that step ended."""
-    mdp = GymMDP("LamarckianRecording-v0", kwargs={"slow": True}, seed=0)
+    mdp = GymMDP.make("LamarckianRecording-v0", kwargs={"slow": True}, seed=0)
     mdp.hitched(1.0)
     controller = mdp.reset(0).controllers[0]
 

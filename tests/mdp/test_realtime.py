@@ -43,7 +43,7 @@ def test_the_packaged_task_is_pendulum_at_20_hz_with_the_action_in_flight():
 
 
 def test_each_action_acts_during_the_next_period():
-    mdp = RealTimeMDP(GymMDP("Pendulum-v1", seed=3), PERIOD)
+    mdp = RealTimeMDP(GymMDP.make("Pendulum-v1", seed=3), PERIOD)
     reference = gymnasium.make("Pendulum-v1")
     first, _ = reference.reset(seed=3)
     actions = [np.array([a], np.float32) for a in (2.0, -1.0, 0.5, 1.5)]
@@ -60,7 +60,7 @@ def test_each_action_acts_during_the_next_period():
 
 
 def test_a_slow_policy_is_counted_and_the_episode_goes_on():
-    mdp = RealTimeMDP(GymMDP("Pendulum-v1", seed=0), PERIOD)
+    mdp = RealTimeMDP(GymMDP.make("Pendulum-v1", seed=0), PERIOD)
     controller = play(mdp, 6, think=PERIOD * 2)
     assert controller.timeouts == 6
     assert controller.steps == 6
@@ -69,7 +69,7 @@ def test_a_slow_policy_is_counted_and_the_episode_goes_on():
 
 
 def test_discrete_actions_travel_one_hot():
-    mdp = RealTimeMDP(GymMDP("CartPole-v1", seed=0), PERIOD)
+    mdp = RealTimeMDP(GymMDP.make("CartPole-v1", seed=0), PERIOD)
     assert mdp.describe()[0].observation.shape == (6,)
     controller = play(mdp, 2, action=lambda number: 1)
     np.testing.assert_array_equal(controller.get_state()[4:], [0.0, 1.0])
@@ -77,6 +77,6 @@ def test_discrete_actions_travel_one_hot():
 
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="mdp.realtime.period"):
-        RealTimeMDP(GymMDP("Pendulum-v1"), 0.0)
+        RealTimeMDP(GymMDP.make("Pendulum-v1"), 0.0)
     with pytest.raises(ValueError, match="single-player"):
         RealTimeMDP(Pong(PongSettings.defaults()), PERIOD)
