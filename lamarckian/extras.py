@@ -6,7 +6,8 @@ from __future__ import annotations
 EXTRA_OF_MODULE = {"ale_py": "atari", "cv2": "atari", "pettingzoo": "pettingzoo", "pygame": "pettingzoo",
                    "mujoco": "mujoco", "imageio": "mujoco", "mujoco_mjx": "mjx", "jax": "mjx", "av": "video",
                    "wandb": "wandb", "Box2D": "box2d", "chess": "pettingzoo-classic", "rlcard": "pettingzoo-classic",
-                   "pymunk": "pettingzoo-butterfly", "mpe2": "pettingzoo", "deap": None, "ray": None, "zmq": None}
+                   "pymunk": "pettingzoo-butterfly", "mpe2": "pettingzoo", "minigrid": "minigrid", "mo_gymnasium": "mo",
+                   "gymnasium_robotics": "robotics", "highway_env": "highway", "deap": None, "ray": None, "zmq": None}
 #: gymnasium's environment families (the package of an id's entry point) → the extra that installs what they need
 EXTRA_OF_GYM_FAMILY = {"box2d": "box2d", "mujoco": "mujoco"}
 #: PettingZoo's environment families (``pettingzoo.<family>.<game>``) → their extra

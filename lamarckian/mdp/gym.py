@@ -8,7 +8,7 @@ from typing import Any, Mapping
 import gymnasium
 import numpy as np
 
-from ..extras import EXTRA_OF_GYM_FAMILY, install_hint
+from ..extras import EXTRA_OF_GYM_FAMILY, EXTRA_OF_MODULE, install_hint
 from ..registry import is_plugin, load_plugin
 from .atari import AtariSettings, atari_settings
 from .base import MDP, Controller, Episode, PlayerSpec
@@ -51,6 +51,12 @@ def make_env(settings: GymSettings, atari: AtariSettings | None = None) -> gymna
         gymnasium.register_envs(ale_py)
     try:
         env = gymnasium.make(settings.id, **settings.kwargs)
+    except ModuleNotFoundError as error:
+        module = settings.id.split(":")[0]
+        if ":" not in settings.id or module.split(".")[0] not in str(error):
+            raise
+        raise ValueError(f"mdp.gym.id={settings.id!r} needs the Python package {module!r}, which is not installed: "
+                         f"{install_hint(EXTRA_OF_MODULE.get(module.split('.')[0]), module)}") from None
     except gymnasium.error.DependencyNotInstalled as error:
         family = str(gymnasium.spec(settings.id).entry_point).split(":")[0].split(".")[-2]
         raise ValueError(f"mdp.gym.id={settings.id!r} needs packages that are not installed ({error}): "

@@ -43,6 +43,18 @@ def test_a_box2d_environment_without_box2d_names_the_extra():
     assert "pip install 'lamarckian[box2d]'" in output, output
 
 
+@pytest.mark.parametrize("env_id, module, extra", [
+    ("minigrid:MiniGrid-DoorKey-5x5-v0", "minigrid", "minigrid"),
+    ("mo_gymnasium:deep-sea-treasure-v0", "mo_gymnasium", "mo"),
+    ("gymnasium_robotics:PointMaze_UMaze-v3", "gymnasium_robotics", "robotics"),
+    ("highway_env:parking-v0", "highway_env", "highway"),
+])
+def test_an_ecosystem_without_its_package_names_its_extra(env_id, module, extra):
+    output = error_without([module], f"from lamarckian.mdp.gym import GymMDP; GymMDP.make({env_id!r})")
+    assert f"needs the Python package {module!r}, which is not installed: pip install 'lamarckian[{extra}]'" \
+        in output, output
+
+
 def test_a_game_that_does_not_exist_is_not_blamed_on_an_extra():
     output = error_without([], "from lamarckian.mdp.pettingzoo import game_module; "
                                "game_module('pettingzoo.classic.nope_v1')")
