@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 import typing
 from typing import Any, ClassVar, Mapping, TypeVar
@@ -156,7 +157,7 @@ class MDPSettings(Section):
     are open mappings handed to their factories (:func:`lamarckian.mdp.create_mdp`), the documented exception."""
 
     KEY = "mdp"
-    OTHER_KEYS = ("realtime", "resize", VECTORIZED, "evaluation", *ENVIRONMENTS.names())   # each kind: its own
+    OTHER_KEYS = ("realtime", "resize", "reward", VECTORIZED, "evaluation", *ENVIRONMENTS.names())  # each kind: its own
 
     create: str
     kwargs: dict[str, Any]
@@ -167,6 +168,26 @@ class MDPSettings(Section):
 
     def __post_init__(self) -> None:
         require(self, hitch=self.hitch is None or self.hitch > 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class RewardSettings(Section):
+    """``mdp.reward``: how a vector reward (one entry per objective) becomes the number the learner maximizes.
+
+    Attributes:
+        weights: the weight of each entry (the reward trained on is their weighted sum); None: the reward is a
+            number (an environment with a vector reward refuses to start without weights).
+    """
+
+    KEY = "mdp.reward"
+
+    weights: tuple[float, ...] | None
+
+    def __post_init__(self) -> None:
+        if self.weights is not None and (not self.weights or not all(
+                isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) for w in self.weights)):
+            raise ValueError(f"mdp.reward.weights={list(self.weights)!r}: expected a list of finite numbers, one per "
+                             "entry of the reward")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -323,7 +344,7 @@ class RemoteSettings(Section):
 
 
 #: the sections of this layer, built (and so checked) by ``load()``
-RUN_SECTIONS = (RunSettings, RaySettings, MDPSettings, RLSettings, TrainSettings, SampleSettings, EvaluatorSettings,
+RUN_SECTIONS = (RunSettings, RaySettings, MDPSettings, RewardSettings, RLSettings, TrainSettings, SampleSettings, EvaluatorSettings,
                 CheckpointSettings, OpponentSettings, RemoteSettings)
 
 

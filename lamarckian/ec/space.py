@@ -72,7 +72,9 @@ class SearchSpace:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "SearchSpace":
-        """Find every ``[lo, hi]`` where lamarckian.yml has a number; the base config gets the range's midpoint
+        """Find every ``[lo, hi]`` where lamarckian.yml has a number, and every ``[lo, hi]`` element of a list (``-m
+        "mdp.reward.weights=[[0.05,5],1]"`` searches ``mdp.reward.weights.0``; ``model.hidden=[[32,256],64]``
+        ``model.hidden.0``, an integer as the default's element); the base config gets the range's midpoint
         (so it is valid as it stands). Ranges outside :data:`SEARCHABLE` and ``ec.log`` entries that are not
         searched are errors."""
         defaults = read_yaml(DEFAULTS)
@@ -83,14 +85,11 @@ class SearchSpace:
                 default = lookup(defaults, key)
             except KeyError:
                 continue  # an open mapping's own key: never a range
-            if not (isinstance(value, list) and len(value) == 2 and isinstance(default, (int, float))
-                    and not isinstance(default, bool)):
-                continue
-            if key.split(".")[0] not in SEARCHABLE:
-                raise ConfigError(f"{key}: only keys under {', '.join(SEARCHABLE)} can be searched, "
-                                  f"got the range {value}")
-            integer = isinstance(default, int)
-            dimensions.append(Dimension(key, float(value[0]), float(value[1]), integer, key in logs))
+            for searched, (lo, hi), integer in _ranges(key, value, default):
+                if key.split(".")[0] not in SEARCHABLE:
+                    raise ConfigError(f"{key}: only keys under {', '.join(SEARCHABLE)} can be searched, "
+                                      f"got the range {value}")
+                dimensions.append(Dimension(searched, float(lo), float(hi), integer, searched in logs))
         unknown = logs - {d.key for d in dimensions}
         if unknown:
             raise ConfigError(f"ec.log lists {', '.join(sorted(unknown))}, which is not searched (give it [lo, hi])")
@@ -119,15 +118,38 @@ class SearchSpace:
         return with_values(self.base, values)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_range(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(_is_number(v) for v in value)
+
+
+def _ranges(key: str, value: Any, default: Any) -> Iterator[tuple[str, list[float], bool]]:
+    """The searched dimensions of one key: ``(key, [lo, hi], integer)`` for a range where the default is a number;
+    ``(key.i, [lo, hi], integer)`` for each range element of a list (integer where the default's element is)."""
+    if _is_number(default):
+        if _is_range(value):
+            yield key, value, isinstance(default, int)
+        return
+    if isinstance(value, list) and (default is None or isinstance(default, list)):
+        for index, element in enumerate(value):
+            if _is_range(element):
+                like = default[index] if isinstance(default, list) and index < len(default) else None
+                yield f"{key}.{index}", element, isinstance(like, int) and not isinstance(like, bool)
+
+
 def with_values(config: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
-    """A deep copy of ``config`` with each dotted ``key.path: value`` of ``values`` set."""
+    """A deep copy of ``config`` with each dotted ``key.path: value`` of ``values`` set (a number part indexes a
+    list: ``mdp.reward.weights.0``)."""
     copied = copy.deepcopy(dict(config))
     for key, value in values.items():
         *parents, leaf = key.split(".")
-        node = copied
+        node: Any = copied
         for part in parents:
-            node = node[part]
-        node[leaf] = value
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        node[int(leaf) if isinstance(node, list) else leaf] = value
     return copied
 
 

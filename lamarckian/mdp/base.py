@@ -112,6 +112,9 @@ class MDP(abc.ABC):
     (:data:`lamarckian.registry.ENVIRONMENTS`: a built-in name, or your own ``module:ClassName``), and
     :meth:`from_mdp` builds it."""
 
+    #: entries of a vector reward, each an objective of the results (0: the reward is a number)
+    reward_components: int = 0
+
     @classmethod
     def from_mdp(cls, mdp: Mapping[str, Any], seed: int | None = None) -> MDP:
         """The environment the run's ``mdp`` section asks for: by default ``cls(**mdp.kwargs, seed=seed)``; a kind

@@ -44,7 +44,12 @@ def _create(mdp_config: Mapping[str, Any], seed: int | None) -> MDP:
         raise ValueError(f"mdp.create={VECTORIZED}: a vectorized task (mdp.vec) trains in one process, not as an MDP "
                          f"of the actor fleet")
     cls: type[MDP] = ENVIRONMENTS.get_class(kind, MDP)
-    return cls.from_mdp(mdp_config, seed=seed)
+    mdp = cls.from_mdp(mdp_config, seed=seed)
+    weights = (mdp_config.get("reward") or {}).get("weights")
+    if weights is not None and not mdp.reward_components:
+        raise ValueError(f"mdp.reward.weights={list(weights)!r}: the reward of mdp.create={kind} is a number, not a "
+                         "vector (remove the key)")
+    return mdp
 
 
 def wrap_controller(controller: Controller, mdp_config: Mapping[str, Any]) -> Statistics:

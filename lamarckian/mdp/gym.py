@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import Any, Mapping
 
 import gymnasium
@@ -111,11 +112,15 @@ def apply_wrapper(env: gymnasium.Env, wrapper: Wrapper, key: str) -> gymnasium.E
 
 class GymController(Controller):
     """The single player of a :class:`GymMDP` episode; each call steps the environment (on ``guard``'s thread once
-    it hitched)."""
+    it hitched). ``weights``: a vector reward's weights (its weighted sum is the reward; each entry's total is the
+    objective ``reward_<i>``); None: the reward is a number."""
 
-    def __init__(self, env: gymnasium.Env, observation: Any, guard: HitchGuard) -> None:
+    def __init__(self, env: gymnasium.Env, observation: Any, guard: HitchGuard,
+                 weights: np.ndarray | None = None) -> None:
         self.env, self.guard = env, guard
         self.observation = observation
+        self.weights = weights
+        self.components = np.zeros(0 if weights is None else len(weights))
         self.reward = 0.0
         self.total = 0.0
         self.terminated = self.time_limit = False
@@ -128,7 +133,12 @@ class GymController(Controller):
             action = np.clip(action, self.env.action_space.low, self.env.action_space.high)
         outcome = self.env.step(action) if self.guard.thread is None else await self.guard.run(self.env.step, action)
         self.observation, reward, self.terminated, self.time_limit, _ = outcome
-        self.reward = float(reward)
+        if self.weights is None:
+            self.reward = float(reward)
+        else:
+            vector = np.asarray(reward, np.float64).reshape(-1)
+            self.components += vector
+            self.reward = float(self.weights @ vector)
         self.total += self.reward
 
     def get_reward(self) -> float:
@@ -143,7 +153,8 @@ class GymController(Controller):
         return self.time_limit and not self.terminated
 
     def get_result(self) -> dict[str, Any]:
-        return {"fitness": self.total, "win": None, "objectives": {}}
+        return {"fitness": self.total, "win": None,
+                "objectives": {f"reward_{i}": float(total) for i, total in enumerate(self.components)}}
 
     def hitched(self, seconds: float) -> None:
         self.guard.offload(seconds)
@@ -153,6 +164,26 @@ class GymController(Controller):
         return spec.id if spec is not None else type(self.env.unwrapped).__name__
 
 
+def reward_weights(env: gymnasium.Env, env_id: str, weights: tuple[float, ...] | None) -> np.ndarray | None:
+    """``weights`` as an array when ``env`` declares a vector reward (a 1-D ``reward_space`` of several entries, as
+    MO-Gymnasium's environments do) of their length; None for a number reward without weights; a ValueError naming
+    ``mdp.reward.weights`` otherwise."""
+    space = getattr(env.unwrapped, "reward_space", None)
+    shape = getattr(space, "shape", None)
+    entries = int(shape[0]) if shape is not None and len(shape) == 1 and shape[0] > 1 else 0
+    if entries and weights is None:
+        raise ValueError(f"mdp.gym.id={env_id!r} gives a vector reward of {entries} entries (its reward_space {space}): "
+                         f"set mdp.reward.weights to one weight per entry, e.g. -m "
+                         f"'mdp.reward.weights=[{', '.join(['1'] * entries)}]'")
+    if entries:     # gymnasium's environment checker warns of every non-number reward: here that is the design
+        warnings.filterwarnings("ignore", message=r".*reward returned by `step\(\)` must be a float")
+    if weights is not None and len(weights) != entries:
+        raise ValueError(f"mdp.reward.weights={list(weights)!r}: {env_id} gives "
+                         + (f"a vector reward of {entries} entries" if entries else "a number reward, not a vector")
+                         + (" (remove the key)" if not entries else ""))
+    return None if weights is None else np.asarray(weights, np.float64)
+
+
 class GymMDP(MDP):
     """One gymnasium environment as a one-player MDP (no ticks: the player's call advances it).
 
@@ -160,24 +191,31 @@ class GymMDP(MDP):
         settings: ``mdp.gym`` (:class:`GymSettings`; :meth:`make` builds one from an id).
         atari: ``mdp.gym.atari``, for ``preprocess: atari`` (None: the packaged defaults).
         seed: seeds the first episode; later ones continue its stream.
+        weights: ``mdp.reward.weights``: required for an environment with a vector reward, refused for others.
     """
 
-    def __init__(self, settings: GymSettings, atari: AtariSettings | None = None, seed: int | None = None) -> None:
+    def __init__(self, settings: GymSettings, atari: AtariSettings | None = None, seed: int | None = None,
+                 weights: tuple[float, ...] | None = None) -> None:
         self.env = make_env(settings, atari)
+        self.weights = reward_weights(self.env, settings.id, weights)
+        self.reward_components = 0 if self.weights is None else len(self.weights)
         self.spec = PlayerSpec(self.env.observation_space, self.env.action_space)
         self.seed = seed
         self.guard = HitchGuard(settings.id)
 
     @classmethod
-    def make(cls, env_id: str, seed: int | None = None, **changes: Any) -> GymMDP:
+    def make(cls, env_id: str, seed: int | None = None, weights: tuple[float, ...] | None = None,
+             **changes: Any) -> GymMDP:
         """``env_id`` with the packaged ``mdp.gym`` defaults and ``changes`` to them (``kwargs``, ``wrappers``...)."""
-        return cls(GymSettings.defaults(id=env_id, **changes), seed=seed)
+        return cls(GymSettings.defaults(id=env_id, **changes), seed=seed, weights=weights)
 
     @classmethod
     def from_mdp(cls, mdp: Mapping[str, Any], seed: int | None = None) -> GymMDP:
         """``mdp.gym``'s environment (keys added since a checkpoint's configuration was written take their
         defaults)."""
-        return cls(GymSettings.defaults(**mdp["gym"]), atari_settings(mdp["gym"].get("atari")), seed=seed)
+        weights = (mdp.get("reward") or {}).get("weights")
+        return cls(GymSettings.defaults(**mdp["gym"]), atari_settings(mdp["gym"].get("atari")), seed=seed,
+                   weights=None if weights is None else tuple(weights))
 
     def describe(self) -> list[PlayerSpec]:
         return [self.spec]
@@ -189,7 +227,7 @@ class GymMDP(MDP):
             seed, self.seed = self.seed, None  # seed the first episode; later ones continue the stream
         self.guard.settle()
         observation, _ = self.env.reset(seed=seed)
-        return Episode([GymController(self.env, observation, self.guard)], [])
+        return Episode([GymController(self.env, observation, self.guard, self.weights)], [])
 
     def hitched(self, seconds: float) -> None:
         self.guard.offload(seconds)
