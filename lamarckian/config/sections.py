@@ -344,8 +344,8 @@ class RemoteSettings(Section):
 
 
 #: the sections of this layer, built (and so checked) by ``load()``
-RUN_SECTIONS = (RunSettings, RaySettings, MDPSettings, RewardSettings, RLSettings, TrainSettings, SampleSettings, EvaluatorSettings,
-                CheckpointSettings, OpponentSettings, RemoteSettings)
+RUN_SECTIONS = (RunSettings, RaySettings, MDPSettings, RewardSettings, RLSettings, TrainSettings, SampleSettings,
+                EvaluatorSettings, CheckpointSettings, OpponentSettings, RemoteSettings)
 
 
 def check_sections(config: Mapping[str, Any], sources: Any) -> None:

@@ -172,8 +172,8 @@ def reward_weights(env: gymnasium.Env, env_id: str, weights: tuple[float, ...] |
     shape = getattr(space, "shape", None)
     entries = int(shape[0]) if shape is not None and len(shape) == 1 and shape[0] > 1 else 0
     if entries and weights is None:
-        raise ValueError(f"mdp.gym.id={env_id!r} gives a vector reward of {entries} entries (its reward_space {space}): "
-                         f"set mdp.reward.weights to one weight per entry, e.g. -m "
+        raise ValueError(f"mdp.gym.id={env_id!r} gives a vector reward of {entries} entries (its reward_space "
+                         f"{space}): set mdp.reward.weights to one weight per entry, e.g. -m "
                          f"'mdp.reward.weights=[{', '.join(['1'] * entries)}]'")
     if entries:     # gymnasium's environment checker warns of every non-number reward: here that is the design
         warnings.filterwarnings("ignore", message=r".*reward returned by `step\(\)` must be a float")

@@ -39,10 +39,29 @@ class Doubled(gymnasium.RewardWrapper):
         return self.factor * reward
 
 
+class TwoGoals(gymnasium.Env):
+    """A one-step choice between two objectives, its reward a vector (declared as MO-Gymnasium does, by a
+    ``reward_space``): action 0 pays ``(1, 0)``, action 1 ``(0, 1)``, action 2 ``(0.6, 0.6)``; all three are
+    Pareto-optimal, and which one a weighted sum ``w·r`` prefers depends on the weights."""
+
+    observation_space = gymnasium.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gymnasium.spaces.Discrete(3)
+    reward_space = gymnasium.spaces.Box(0.0, 1.0, (2,), np.float32)
+    PAYS = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.6]], np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), self.PAYS[int(action)].copy(), True, False, {}
+
+
 def register_envs() -> None:
-    """``LamarckianNotes-v0``."""
-    if "LamarckianNotes-v0" not in gymnasium.registry:
-        gymnasium.register("LamarckianNotes-v0", entry_point=NoteEnv)
+    """``LamarckianNotes-v0`` and ``LamarckianTwoGoals-v0``."""
+    for name, entry_point in (("LamarckianNotes-v0", NoteEnv), ("LamarckianTwoGoals-v0", TwoGoals)):
+        if name not in gymnasium.registry:
+            gymnasium.register(name, entry_point=entry_point)
 
 
 def failing_register() -> None:
