@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import warnings
 from typing import Any, Mapping
 
 import gymnasium
 import numpy as np
 
+from ..errors import EnvironmentFailed
 from ..extras import EXTRA_OF_GYM_FAMILY, EXTRA_OF_MODULE, install_hint
 from ..registry import is_plugin, load_plugin
 from .atari import AtariSettings, atari_settings
@@ -64,6 +66,9 @@ def make_env(settings: GymSettings, atari: AtariSettings | None = None) -> gymna
                          f"{install_hint(EXTRA_OF_GYM_FAMILY.get(family), family)}") from None
     except gymnasium.error.Error as error:
         raise ValueError(f"mdp.gym.id={settings.id!r}: {error}") from None
+    except Exception as error:
+        raise EnvironmentFailed(f"mdp.gym.id={settings.id!r}: the environment raised while it was made, in "
+                                f"{package_of(settings.id)}: {type(error).__name__}: {error}") from error
     if settings.preprocess == "atari":
         from .atari import atari_wrappers
 
@@ -77,6 +82,18 @@ def make_env(settings: GymSettings, atari: AtariSettings | None = None) -> gymna
     if settings.frame_stack > 1:
         env = gymnasium.wrappers.FrameStackObservation(env, settings.frame_stack)
     return env
+
+
+def package_of(env_id: str) -> str:
+    """The package whose code makes ``env_id`` (its entry point's top-level module) and its installed version."""
+    try:
+        entry = gymnasium.spec(env_id).entry_point
+    except gymnasium.error.Error:
+        return "an unknown package"
+    module = (entry if isinstance(entry, str) else getattr(entry, "__module__", "")).split(":")[0].split(".")[0]
+    distributions = importlib.metadata.packages_distributions().get(module, [])
+    versions = [f"{name} {importlib.metadata.version(name)}" for name in distributions]
+    return f"the package {module}" + (f" ({', '.join(versions)})" if versions else "")
 
 
 def call_register(spec: str) -> None:

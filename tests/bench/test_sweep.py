@@ -58,3 +58,15 @@ def test_no_end_within_the_limit_is_a_stall(tmp_path):
 def test_an_illegal_move_is_broken(tmp_path):
     errors = f"obs['action_mask'] {sweep.ILLEGAL_TEXT} can be chosen.\n" * 3
     assert sweep.classify(completed(0, errors), tmp_path).text == "illegal moves played (3 warnings)"
+
+
+def test_an_environments_own_failure_while_made_is_told_apart(tmp_path):
+    errors = ("Traceback (most recent call last):\n  File \"x\", line 1\nRuntimeError: no licence\n\nThe above "
+              "exception was the direct cause of the following exception:\n\nTraceback (most recent call last):\n"
+              "lamarckian.errors.EnvironmentFailed: mdp.gym.id='X-v0': the environment raised while it was made, in "
+              "the package x: RuntimeError: no licence\n")
+    assert sweep.classify(completed(1, errors), tmp_path).kind == "its own failure"
+
+
+def test_the_newest_version_of_each_name_is_swept():
+    assert sweep.newest_versions(["A-v0", "A-v2", "B-v1", "C"]) == ["A-v2", "B-v1", "C"]

@@ -58,11 +58,19 @@ class TwoGoals(gymnasium.Env):
 
 
 def register_envs() -> None:
-    """``LamarckianNotes-v0`` and ``LamarckianTwoGoals-v0``."""
-    for name, entry_point in (("LamarckianNotes-v0", NoteEnv), ("LamarckianTwoGoals-v0", TwoGoals)):
+    """``LamarckianNotes-v0``, ``LamarckianTwoGoals-v0`` and ``LamarckianUnmakeable-v0``."""
+    for name, entry_point in (("LamarckianNotes-v0", NoteEnv), ("LamarckianTwoGoals-v0", TwoGoals),
+                              ("LamarckianUnmakeable-v0", Unmakeable)):
         if name not in gymnasium.registry:
             gymnasium.register(name, entry_point=entry_point)
 
 
 def failing_register() -> None:
     raise RuntimeError("no licence for this simulator")
+
+
+class Unmakeable(gymnasium.Env):
+    """An environment whose constructor fails (a simulator without its licence)."""
+
+    def __init__(self):
+        raise RuntimeError("no licence for this simulator")

@@ -135,3 +135,15 @@ def test_ppo_follows_a_note_given_in_words(tmp_path):
     assert "note is text: its words counted in 64 hashed buckets" in completed.stderr
     final = completed.stderr.strip().splitlines()[-1]
     assert float(re.search(r"the final weights: fitness (\S+)", final).group(1)) >= 0.95, final
+
+
+def test_an_environment_that_fails_while_made_is_named_with_its_package_after_its_traceback(tmp_path):
+    completed = subprocess.run([sys.executable, str(ROOT / "train.py"), "-c", "mdp/gym.yml", "-m",
+                                "mdp.gym.id=LamarckianUnmakeable-v0", f"mdp.gym.register={REGISTER}",
+                                f"root={tmp_path / 'run'}"], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    lines = completed.stderr.strip().splitlines()
+    assert "RuntimeError: no licence for this simulator" in completed.stderr      # the environment's own traceback
+    assert lines[-1] == ("lamarckian.errors.EnvironmentFailed: mdp.gym.id='LamarckianUnmakeable-v0': the environment "
+                         "raised while it was made, in the package tests: RuntimeError: no licence for this "
+                         "simulator"), lines[-1]
