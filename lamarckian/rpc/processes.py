@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 
 import msgpack
 
+from ..said import SAID
 from .auth import adopt_secret
 from .errors import ActorDiedError
 
@@ -32,6 +33,9 @@ CLOSE_SECONDS = 5.0    # how long a child may take to close before it is killed
 PR_SET_NAME = 15        # prctl option: this thread's name, /proc/PID/comm
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")   # thread pools' sizes
 
+#: variables a child gets from its parent's environment as it is when the child starts (the notes said: a child
+#: does not say them again)
+PASSED_ON = (SAID,)
 _context: Any = None      # the multiprocessing context (forkserver where it exists), made by warm_up
 
 
@@ -87,8 +91,11 @@ def _name_process(name: str) -> None:
 
 
 def _serve(factory: Callable[..., Any], args: tuple, kwargs: dict, pipe: multiprocessing.connection.Connection,
-           name: str) -> None:
-    """The child: build the object, then answer the parent's requests until it says close or goes away."""
+           name: str, environment: dict[str, str]) -> None:
+    """The child: build the object, then answer the parent's requests until it says close or goes away.
+    ``environment``: variables of the parent's own environment now (a child forks from the fork server, whose
+    environment is the one the parent had when it started)."""
+    os.environ.update(environment)
     signal.signal(signal.SIGINT, signal.SIG_IGN)       # Ctrl-C reaches the parent, which closes its children
     _name_process(name)
     # the object may start children of its own (an evolve.py learner's actors): multiprocessing refuses that in a
@@ -131,7 +138,9 @@ class ProcessActor:
         assert _context is not None
         self.name = name
         self.pipe, child_end = _context.Pipe()
-        self.process = _context.Process(target=_serve, args=(factory, args, kwargs, child_end, name), name=name,
+        environment = {variable: os.environ[variable] for variable in PASSED_ON if variable in os.environ}
+        self.process = _context.Process(target=_serve, args=(factory, args, kwargs, child_end, name, environment),
+                                        name=name,
                                         daemon=True)
         self.process.start()
         child_end.close()
