@@ -2,7 +2,8 @@
 
 Reads one JSON argument: ``library`` (sb3 | sbx), ``algorithm`` (PPO | SAC | DQN), ``env``, ``hyper`` (the
 rl-baselines3-zoo values; ``"lin_<x>"`` is a linear schedule from x to 0, ``normalize`` wraps the environments in
-VecNormalize as the zoo does, ``policy_kwargs.activation_fn`` is a name: relu | tanh), ``seed``, ``threshold``,
+VecNormalize as the zoo does, ``env_wrapper`` is a ``module:Class`` wrapping each environment, as the zoo's
+key of that name, ``policy_kwargs.activation_fn`` is a name: relu | tanh), ``seed``, ``threshold``,
 ``eval_steps``, ``timesteps`` (the zoo's ``n_timesteps``: the budget, over which exploration and learning rates are
 scheduled), ``episodes``, ``limit`` (seconds). Trains until a deterministic evaluation of ``episodes`` episodes,
 every ``eval_steps`` env steps, reaches ``threshold``, or ``limit`` seconds pass since the process started; a null
@@ -57,6 +58,17 @@ def activation(name: str, library: str) -> Any:
     return {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[name]
 
 
+def wrapper_class(spec: str | None) -> Any:
+    """The zoo's ``env_wrapper`` (``module:Class``, e.g. MiniGrid's ``FlatObsWrapper``: SB3 takes no text
+    observation) as the class, or None."""
+    if spec is None:
+        return None
+    import importlib
+
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def main() -> None:
     job = json.loads(sys.argv[1])
     import gymnasium
@@ -74,12 +86,13 @@ def main() -> None:
         hyper["policy_kwargs"] = {**hyper["policy_kwargs"],
                                   "activation_fn": activation(hyper["policy_kwargs"]["activation_fn"], job["library"])}
     n_envs, normalize = hyper.pop("n_envs", 1), hyper.pop("normalize", False)
-    env = make_vec_env(job["env"], n_envs=n_envs, seed=job["seed"])
-    evaluation_env: Any = gymnasium.make(job["env"])
+    wrapper = wrapper_class(hyper.pop("env_wrapper", None))
+    env = make_vec_env(job["env"], n_envs=n_envs, seed=job["seed"], wrapper_class=wrapper)
+    evaluation_env: Any = gymnasium.make(job["env"]) if wrapper is None else wrapper(gymnasium.make(job["env"]))
     if normalize:
         env = VecNormalize(env, gamma=hyper.get("gamma", 0.99))
-        evaluation_env = VecNormalize(make_vec_env(job["env"], n_envs=1, seed=job["seed"] + 1000), training=False,
-                                      norm_reward=False)
+        evaluation_env = VecNormalize(make_vec_env(job["env"], n_envs=1, seed=job["seed"] + 1000,
+                                                   wrapper_class=wrapper), training=False, norm_reward=False)
     model = getattr(library, job["algorithm"])("MlpPolicy", env, seed=job["seed"], verbose=0, **hyper)
     curve: list[list[float]] = []
     reached: list[float] = []

@@ -37,6 +37,7 @@ budget (SB3 takes about 4 to 8 minutes here).
     python bench/peers.py --rows walker2d-defaults ant-defaults swimmer-defaults inverteddoublependulum-defaults \
         mountaincarcontinuous-defaults bipedalwalker-defaults --peers sb3 --limit 900     # defaults against defaults
     python bench/peers.py --rows walker2d-sac-defaults inverteddoublependulum-sac-defaults --peers sb3 --limit 1500
+    python bench/peers.py --rows doorkey-ppo-defaults --peers sb3-defaults sb3 --limit 900    # MiniGrid, text
 """
 
 from __future__ import annotations
@@ -162,6 +163,14 @@ UNTUNED = {"walker2d-defaults": untuned("Walker2d-v5", True), "ant-defaults": un
            "walker2d-sac-defaults": untuned("Walker2d-v5", False, "SAC"),
            "inverteddoublependulum-sac-defaults": untuned("InvertedDoublePendulum-v5", False, "SAC")}
 ROWS.update(UNTUNED)
+#: MiniGrid through the generic config, ours with nothing added; SB3 needs FlatObsWrapper (no text observation): the
+#: zoo's values for the task with it (its current ``env_wrapper``), and SB3's defaults with it
+FLAT_OBSERVATION = "minigrid.wrappers:FlatObsWrapper"
+ROWS["doorkey-ppo-defaults"] = Row(
+    "MiniGrid-DoorKey-5x5-v0 PPO to 0.9, ours with defaults", "minigrid:MiniGrid-DoorKey-5x5-v0", ("rl/ppo.yml",),
+    0.9, "PPO", dict(env_wrapper=FLAT_OBSERVATION, normalize=True, n_envs=8, n_steps=128, batch_size=64,
+                     gae_lambda=0.95, gamma=0.99, n_epochs=10, ent_coef=0.0, learning_rate=2.5e-4, clip_range=0.2),
+    10_000, 300_000, ("mdp.gym.id=minigrid:MiniGrid-DoorKey-5x5-v0",), dict(env_wrapper=FLAT_OBSERVATION))
 
 
 def with_budget(row: Row, steps: int) -> Row:
