@@ -25,7 +25,8 @@ import numpy as np
 #: env steps within which a row counts as solved (issue 62, item 1)
 BUDGETS = {"CartPole-v1 PPO to 475": 50_000, "CartPole-v1 DQN to 475 (ours: Rainbow-lite)": 50_000,
            "Acrobot-v1 PPO to -100": 100_000, "Acrobot-v1 DQN to -100 (ours: Rainbow-lite)": 100_000,
-           "Pendulum-v1 PPO to -200": 100_000, "Pendulum-v1 SAC to -200": 20_000}
+           "Pendulum-v1 PPO to -200": 100_000, "Pendulum-v1 SAC to -200": 20_000,
+           "MiniGrid-DoorKey-5x5-v0 PPO to 0.9, ours with defaults": 300_000}
 LINE = re.compile(r"^\s+(?P<title>.+) seed (?P<seed>\d+) (?P<system>[\w-]+): [\d.na]+ s, (?P<steps>[\d.na]+) steps")
 
 
