@@ -55,15 +55,21 @@ def make_env(settings: GymSettings, atari: AtariSettings | None = None) -> gymna
     try:
         env = gymnasium.make(settings.id, **settings.kwargs)
     except ModuleNotFoundError as error:
-        module = settings.id.split(":")[0]
-        if ":" not in settings.id or module.split(".")[0] not in str(error):
+        module = missing_module(error, settings.id)
+        if module is None:
             raise
         raise ValueError(f"mdp.gym.id={settings.id!r} needs the Python package {module!r}, which is not installed: "
-                         f"{install_hint(EXTRA_OF_MODULE.get(module.split('.')[0]), module)}") from None
+                         f"{install_hint(EXTRA_OF_MODULE.get(module), module)}") from None
     except gymnasium.error.DependencyNotInstalled as error:
-        family = str(gymnasium.spec(settings.id).entry_point).split(":")[0].split(".")[-2]
+        cause = error.__cause__
+        if isinstance(cause, ModuleNotFoundError) and cause.name:     # another package's environment needing it
+            module = cause.name.split(".")[0]
+            hint = install_hint(EXTRA_OF_MODULE.get(module), module)
+        else:
+            family = str(gymnasium.spec(registered_id(settings.id)).entry_point).split(":")[0].split(".")[-2]
+            hint = install_hint(EXTRA_OF_GYM_FAMILY.get(family), family)
         raise ValueError(f"mdp.gym.id={settings.id!r} needs packages that are not installed ({error}): "
-                         f"{install_hint(EXTRA_OF_GYM_FAMILY.get(family), family)}") from None
+                         f"{hint}") from None
     except gymnasium.error.Error as error:
         raise ValueError(f"mdp.gym.id={settings.id!r}: {error}") from None
     except Exception as error:
@@ -84,10 +90,24 @@ def make_env(settings: GymSettings, atari: AtariSettings | None = None) -> gymna
     return env
 
 
+def missing_module(error: ModuleNotFoundError, env_id: str) -> str | None:
+    """The top-level module that ``error`` says is missing: its ``name`` (an environment importing Box2D), or the
+    package of a ``package:Id`` whose import gymnasium re-raised in words of its own; None if neither."""
+    if error.name:
+        return error.name.split(".")[0]
+    package = env_id.split(":")[0].split(".")[0] if ":" in env_id else None
+    return package if package is not None and f"'{package}" in str(error) else None
+
+
+def registered_id(env_id: str) -> str:
+    """``env_id`` as the registry knows it: without the ``package:`` that ``gymnasium.make`` imports first."""
+    return env_id.split(":", 1)[1] if ":" in env_id else env_id
+
+
 def package_of(env_id: str) -> str:
     """The package whose code makes ``env_id`` (its entry point's top-level module) and its installed version."""
     try:
-        entry = gymnasium.spec(env_id).entry_point
+        entry = gymnasium.spec(registered_id(env_id)).entry_point
     except gymnasium.error.Error:
         return "an unknown package"
     module = (entry if isinstance(entry, str) else getattr(entry, "__module__", "")).split(":")[0].split(".")[0]
@@ -151,7 +171,7 @@ class GymController(Controller):
         outcome = self.env.step(action) if self.guard.thread is None else await self.guard.run(self.env.step, action)
         self.observation, reward, self.terminated, self.time_limit, _ = outcome
         if self.weights is None:
-            self.reward = float(reward)
+            self.reward = number_reward(reward, self.location())
         else:
             vector = np.asarray(reward, np.float64).reshape(-1)
             self.components += vector
@@ -179,6 +199,16 @@ class GymController(Controller):
     def location(self) -> str:
         spec = self.env.spec
         return spec.id if spec is not None else type(self.env.unwrapped).__name__
+
+
+def number_reward(reward: Any, env_id: str) -> float:
+    """``reward`` as a float; a TypeError naming ``env_id`` and what to do when it is not a number."""
+    try:
+        return float(reward)
+    except (TypeError, ValueError):
+        raise TypeError(f"mdp.gym.id={env_id!r}: step() returned the reward {reward!r}, not a number: a vector reward "
+                        "needs a reward_space on the environment (MO-Gymnasium's way) and mdp.reward.weights; an "
+                        "environment of several agents needs a multi-agent adapter (mdp/pettingzoo.yml)") from None
 
 
 def reward_weights(env: gymnasium.Env, env_id: str, weights: tuple[float, ...] | None) -> np.ndarray | None:
@@ -243,7 +273,11 @@ class GymMDP(MDP):
         if seed is None and self.seed is not None:
             seed, self.seed = self.seed, None  # seed the first episode; later ones continue the stream
         self.guard.settle()
-        observation, _ = self.env.reset(seed=seed)
+        try:
+            observation, _ = self.env.reset(seed=seed)
+        except Exception as error:
+            raise EnvironmentFailed(f"mdp.gym.id={self.guard.name!r}: the environment raised while it reset, in "
+                                    f"{package_of(self.guard.name)}: {type(error).__name__}: {error}") from error
         return Episode([GymController(self.env, observation, self.guard, self.weights)], [])
 
     def hitched(self, seconds: float) -> None:

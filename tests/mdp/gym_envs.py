@@ -58,9 +58,10 @@ class TwoGoals(gymnasium.Env):
 
 
 def register_envs() -> None:
-    """``LamarckianNotes-v0``, ``LamarckianTwoGoals-v0`` and ``LamarckianUnmakeable-v0``."""
+    """The environments of this module, by their ids."""
     for name, entry_point in (("LamarckianNotes-v0", NoteEnv), ("LamarckianTwoGoals-v0", TwoGoals),
-                              ("LamarckianUnmakeable-v0", Unmakeable)):
+                              ("LamarckianUnmakeable-v0", Unmakeable), ("LamarckianNoReset-v0", NoReset),
+                              ("LamarckianTwoAgents-v0", TwoAgents)):
         if name not in gymnasium.registry:
             gymnasium.register(name, entry_point=entry_point)
 
@@ -74,3 +75,19 @@ class Unmakeable(gymnasium.Env):
 
     def __init__(self):
         raise RuntimeError("no licence for this simulator")
+
+
+class TwoAgents(TwoGoals):
+    """Two agents' rewards as a tuple, and no ``reward_space``: not a vector reward, not a number."""
+
+    reward_space = None
+
+    def step(self, action):
+        return np.zeros(2, np.float32), (0.0, 1.0), True, False, {}
+
+
+class NoReset(TwoAgents):
+    """Made, but its reset fails (a level file missing from its package)."""
+
+    def reset(self, *, seed=None, options=None):
+        raise FileNotFoundError("patterns/SimpleMaze.png")

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from lamarckian.config import ConfigError, load
+from lamarckian.errors import EnvironmentFailed
 from lamarckian.mdp.gym import GymMDP
 from lamarckian.mdp.text import word_counts
 from lamarckian.model.observation import ObservationBatcher
@@ -147,3 +148,17 @@ def test_an_environment_that_fails_while_made_is_named_with_its_package_after_it
     assert lines[-1] == ("lamarckian.errors.EnvironmentFailed: mdp.gym.id='LamarckianUnmakeable-v0': the environment "
                          "raised while it was made, in the package tests: RuntimeError: no licence for this "
                          "simulator"), lines[-1]
+
+
+def test_an_environment_that_fails_at_reset_is_named_with_its_package():
+    mdp = GymMDP.make("LamarckianNoReset-v0", register=REGISTER)
+    with pytest.raises(EnvironmentFailed, match=r"mdp.gym.id='LamarckianNoReset-v0': the environment raised while it "
+                                                r"reset, in the package tests: FileNotFoundError"):
+        mdp.reset(0)
+
+
+def test_a_reward_that_is_no_number_says_what_it_is():
+    controller = GymMDP.make("LamarckianTwoAgents-v0", register=REGISTER).reset(0).controllers[0]
+    with pytest.raises(TypeError, match=r"step\(\) returned the reward \(0.0, 1.0\), not a number: a vector reward "
+                                        r"needs a reward_space"):
+        asyncio.run(controller(0))
