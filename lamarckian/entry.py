@@ -1,8 +1,8 @@
 """The programs' entry points (``train.py``, ``evolve.py``, their ``lamarckian-*`` commands): Ctrl-C at any moment
 of a program's start-up (its imports, the fork server's or Ray's start, building the job) ends it with one line and
 exit code 130, and a Ray it had started is shut down; a Ctrl-C during the job itself is the job's to handle
-(:func:`lamarckian.cli.run_job`: it saves and exits 130 too). Imports nothing heavy: the program's module is
-imported inside the guard."""
+(:func:`lamarckian.cli.run_job`: it saves and exits 130 too). Imports nothing heavy (only :mod:`lamarckian.said`):
+the program's module is imported inside the guard."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import signal
 import sys
 from pathlib import Path
 from typing import Callable
+
+from .said import SAID
 
 INTERRUPTED = 130    # the shell's code for a program ended by SIGINT
 
@@ -54,7 +56,9 @@ def end_descendants() -> None:
 
 def guarded(main: Callable[[], int]) -> int:
     """``main()``'s exit code; a Ctrl-C that escapes it (it came before the job ran) is one line and 130, and
-    nothing it started is left running."""
+    nothing it started is left running. The program's notes are its own: what the process that started it said
+    (:mod:`lamarckian.said`) is forgotten first."""
+    os.environ.pop(SAID, None)
     try:
         return main()
     except KeyboardInterrupt:

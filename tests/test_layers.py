@@ -13,8 +13,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "lamarckian"
 
 # lowest first; a part may import only the parts of lower layers (never its own layer's, never a higher one's)
 LAYERS = (
-    ("lazy", "extras", "errors", "record", "timeline", "entry", "registry"),   # no imports of the package
-    ("config",),                                    # defaults, files, edits, typed sections
+    ("lazy", "extras", "errors", "record", "timeline", "registry", "said"),   # no imports of the package
+    ("config", "entry"),                            # defaults, files, edits, typed sections; the programs' start
     ("cli", "rpc", "model"),                        # process set-up; the RPC layer; the networks
     ("util", "mdp"),                                # the original Lamarckian's import paths; environments
     ("games",),                                     # games served over the network (reached by mdp's factory by name)

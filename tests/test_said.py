@@ -26,3 +26,13 @@ def test_a_process_started_afterwards_does_not_say_it_again(monkeypatch):
                             "warn_once(logging.getLogger('x'), 'another note')"],
                            capture_output=True, text=True, timeout=60)
     assert child.stderr.strip().splitlines() == ["another note"]
+
+
+def test_a_program_says_its_notes_whatever_its_starter_said(monkeypatch):
+    monkeypatch.delenv(SAID, raising=False)
+    warn_once(LOG, "the grid is small")
+    program = subprocess.run([sys.executable, "-c", "import logging; from lamarckian.entry import guarded; "
+                              "from lamarckian.said import warn_once; "
+                              "guarded(lambda: warn_once(logging.getLogger('x'), 'the grid is small') or 0)"],
+                             capture_output=True, text=True, timeout=60)
+    assert program.stderr.strip().splitlines() == ["the grid is small"]

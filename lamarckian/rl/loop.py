@@ -348,6 +348,8 @@ class TrainingLoop:
             return
         (iteration, cost), self.judging = self.judging, None
         self.judged = iteration
+        updates, = self.since_line.grown({"iter": trainer.iteration})   # a heartbeat line may have come since
+        fields = {**fields, "iter": f"{trainer.iteration} (+{updates:.0f})"}
         line = " | ".join(f"{k} {v}" for k, v in fields.items() if not (summary and k in EVALUATION_FIELDS))
         if not summary:
             self.progress.print(line)

@@ -18,7 +18,7 @@ from typing import Any
 
 import gymnasium
 
-from lamarckian.mdp.gym import GymController, GymMDP
+from lamarckian.mdp.gym import GymController, GymMDP, GymSettings
 
 GIVE_UP = 60.0             # seconds a straggler waits for the learner's updates before it gives up
 AHEAD = 3                  # updates the learner must make while one waits
@@ -83,7 +83,7 @@ class WaitingEpisodes(GymMDP):
     """CartPole-v1 of which one episode waits (see the module's docstring)."""
 
     def __init__(self, seed: int | None = None) -> None:
-        super().__init__("CartPole-v1", seed=seed)
+        super().__init__(GymSettings.defaults(id="CartPole-v1"), seed=seed)
 
     @classmethod
     def from_mdp(cls, mdp: Any, seed: int | None = None) -> "WaitingEpisodes":
