@@ -18,21 +18,21 @@ def test_a_note_is_said_once_in_a_process(caplog, monkeypatch):
     assert [r.getMessage() for r in caplog.records] == ["the grid is small"]
 
 
-def test_a_process_started_afterwards_does_not_say_it_again(monkeypatch):
-    monkeypatch.delenv(SAID, raising=False)
+def notes_of_a_child(code: str) -> list[str]:
+    """The lines a child process running ``code`` says, started after this process said "the grid is small"."""
     warn_once(LOG, "the grid is small")
     child = subprocess.run([sys.executable, "-c", "import logging; from lamarckian.said import warn_once; "
-                            "warn_once(logging.getLogger('x'), 'the grid is small'); "
-                            "warn_once(logging.getLogger('x'), 'another note')"],
+                            "from lamarckian.entry import guarded; "
+                            "say = lambda m: warn_once(logging.getLogger('x'), m); " + code],
                            capture_output=True, text=True, timeout=60)
-    assert child.stderr.strip().splitlines() == ["another note"]
+    return child.stderr.strip().splitlines()
+
+
+def test_a_process_started_afterwards_does_not_say_it_again(monkeypatch):
+    monkeypatch.delenv(SAID, raising=False)
+    assert notes_of_a_child("say('the grid is small'); say('another note')") == ["another note"]
 
 
 def test_a_program_says_its_notes_whatever_its_starter_said(monkeypatch):
     monkeypatch.delenv(SAID, raising=False)
-    warn_once(LOG, "the grid is small")
-    program = subprocess.run([sys.executable, "-c", "import logging; from lamarckian.entry import guarded; "
-                              "from lamarckian.said import warn_once; "
-                              "guarded(lambda: warn_once(logging.getLogger('x'), 'the grid is small') or 0)"],
-                             capture_output=True, text=True, timeout=60)
-    assert program.stderr.strip().splitlines() == ["the grid is small"]
+    assert notes_of_a_child("guarded(lambda: say('the grid is small') or 0)") == ["the grid is small"]
