@@ -58,7 +58,7 @@ def make_env(settings: GymSettings, atari: AtariSettings | None = None) -> gymna
         module = missing_module(error, settings.id)
         if module is None:
             raise
-        raise ValueError(f"mdp.gym.id={settings.id!r} needs the Python package {module!r}, which is not installed: "
+        raise ValueError(f"mdp.gym.id={settings.id} needs the Python package {module!r}, which is not installed: "
                          f"{install_hint(EXTRA_OF_MODULE.get(module), module)}") from None
     except gymnasium.error.DependencyNotInstalled as error:
         cause = error.__cause__
@@ -91,10 +91,10 @@ def make_env(settings: GymSettings, atari: AtariSettings | None = None) -> gymna
 
 
 def missing_module(error: ModuleNotFoundError, env_id: str) -> str | None:
-    """The top-level module that ``error`` says is missing: its ``name`` (an environment importing Box2D), or the
-    package of a ``package:Id`` whose import gymnasium re-raised in words of its own; None if neither."""
+    """The package of a ``package:Id`` whose import gymnasium re-raised in words of its own (no ``name``); None
+    otherwise (an import error with its ``name`` reaches the programs, which name the extra and the key)."""
     if error.name:
-        return error.name.split(".")[0]
+        return None
     package = env_id.split(":")[0].split(".")[0] if ":" in env_id else None
     return package if package is not None and f"'{package}" in str(error) else None
 

@@ -92,7 +92,9 @@ def test_vectorized_groups_on_ray_replace_a_killed_learner(ray_local, tmp_path):
     assert len(evolution.restarted) == 2
     assert evolution.trained >= 12
     rows = [json.loads(line) for line in (tmp_path / "lineage.jsonl").read_text().splitlines()]
-    assert {row["learner"] for row in rows} == {0, 1, 2}                   # learner 2 replaced the killed one
+    # learner 2 replaced the killed one (evolution.replaced); it reports a round unless the survivor trained all the
+    # rounds left while Ray placed it (seen once on CI: the 12 rounds were done before it had reported)
+    assert {row["learner"] for row in rows} - {2} == {0, 1}
     assert all(any(row["id"] == restarted and row["learner"] != 0 for row in rows)
                for restarted in evolution.restarted)     # its members trained again by a living learner (the survivor
     #                                                      while Ray places the replacement, or the replacement)
