@@ -56,6 +56,7 @@ def adopt_secret(secret: bytes) -> None:
 HANDSHAKE_NONCE_BYTES = 32
 _SERVER_ROLE = b"lamarckian-rpc server proof"
 _CLIENT_ROLE = b"lamarckian-rpc client proof"
+_STREAM_ROLE = b"lamarckian-rpc stream proof"
 
 
 def handshake_nonce() -> bytes:
@@ -71,6 +72,12 @@ def server_proof(secret: bytes, client_nonce: bytes, server_nonce: bytes) -> byt
 def client_proof(secret: bytes, server_nonce: bytes, client_nonce: bytes, sealed: bool) -> bytes:
     """The client's answer to a CHALLENGE; binds the link's mode (``sealed``: every message tagged)."""
     return hmac.digest(secret, _CLIENT_ROLE + server_nonce + client_nonce + bytes([sealed]), "sha256")
+
+
+def stream_proof(secret: bytes, server_nonce: bytes, identity: bytes) -> bytes:
+    """A bulk stream's answer to its relay's nonce: binds the stream to the caller's ZeroMQ routing id
+    ``identity`` (16 bytes), whose replies and trust it shares (:mod:`.stream`)."""
+    return hmac.digest(secret, _STREAM_ROLE + server_nonce + identity, "sha256")
 
 
 def proofs_equal(expected: bytes, received: object) -> bool:

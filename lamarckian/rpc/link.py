@@ -251,8 +251,7 @@ class Link:
             self.send(connection, frames)
         if relayed:  # the inner message travels on the relay's links inside its node
             inner = self.wire.pack(kind, request_id, value, sealed=self.settings.mac == "always")
-            for relay_connection, targets in relayed.items():
-                self._relays.forward(relay_connection, targets, request_id, inner)
+            self._relays.forward(relayed, request_id, inner)
         self._expect(request_id, connections)
         return request_id
 

@@ -141,7 +141,14 @@ class Pool:
         view = memoryview(buffer)
         if view.format != "B" or view.ndim != 1:
             view = view.cast("B")
-        nbytes = view.nbytes
+        frame = self.reserve(view.nbytes, taken)
+        if frame is not None:
+            frame.block.memory[:view.nbytes] = view
+        return frame
+
+    def reserve(self, nbytes: int, taken: Collection[Block] = ()) -> SharedFrame | None:
+        """A free block of ``nbytes`` or more other than ``taken``, for the caller to fill (its first ``nbytes``)
+        before it sends the frame; None when the pool is full."""
         best = None
         for block in self.blocks:
             if not block.holders and block not in taken and block.capacity >= nbytes and \
@@ -152,7 +159,6 @@ class Pool:
                 return None
             best = Block(max(BULK_BYTES, 1 << (nbytes - 1).bit_length()))
             self.blocks.append(best)
-        best.memory[:nbytes] = view
         return SharedFrame(best, nbytes)
 
     def share_large(self, frames: Sequence[Any]) -> list[Any]:
@@ -322,7 +328,7 @@ class Channel:
                 return
             ancillary = []      # the descriptors went with the first byte
             total -= sent
-            buffers = _advance(buffers, sent)
+            buffers = advance(buffers, sent)
             if buffers:
                 self._wait_writable()
 
@@ -555,7 +561,7 @@ class Channel:
             pass
 
 
-def _advance(buffers: list[Any], sent: int) -> list[Any]:
+def advance(buffers: list[Any], sent: int) -> list[Any]:
     """What is left of ``buffers`` after ``sent`` bytes went out."""
     for index, buffer in enumerate(buffers):
         view = memoryview(buffer).cast("B")

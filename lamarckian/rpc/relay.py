@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import logging
 import os
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
@@ -25,12 +26,14 @@ from .connection import Connection
 from .errors import ActorDiedError, ProtocolError, RPCError
 from .server import ServingThread
 from .settings import RpcSettings
+from .stream import InboundStream, StreamListener, StreamSender
 from .wire import Kind, Message, Trust
 
 if TYPE_CHECKING:
     from .link import Link
 
 DEAD = -1
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -51,11 +54,15 @@ class FanOutRelay(ServingThread):
         self._pending: dict[Connection, collections.deque[tuple[_Job, int]]] = {}
         self._poller = zmq.Poller()
         self._pool = local.Pool()          # blocks of the frames forwarded to several targets over channels
+        self._listener = StreamListener(sockets.bind_host(settings))
+        self._streams: dict[int, InboundStream] = {}      # by file descriptor
+        self._streamed: dict[int, local.SharedFrame] = {}  # the frames of the message served now read into blocks
         super().__init__(name=f"Relay(pid={os.getpid()})", secret=secret, settings=settings)
 
     def endpoint(self) -> dict[str, Any]:
         return {"address": self.address, "name": self.name, "node": sockets.node_id(), "pid": os.getpid(),
-                "patterns": ["relay"], "curve_public_key": self.curve_public_key, "auth": "handshake"}
+                "patterns": ["relay"], "curve_public_key": self.curve_public_key, "auth": "handshake",
+                "stream": self._listener.address}
 
     def _greeting(self) -> dict[str, Any]:
         return {"name": self.name, "patterns": ["relay"]}
@@ -63,9 +70,17 @@ class FanOutRelay(ServingThread):
     def _run(self) -> None:
         """Poll the callers' socket and the targets' (the base class blocks on the one socket)."""
         self._poller.register(self._socket, zmq.POLLIN)
+        listening = self._listener.sock.fileno()
+        self._poller.register(listening, zmq.POLLIN)
         try:
             while True:
                 for sock, _ in self._poller.poll():
+                    if sock == listening:
+                        self._accept_stream()
+                        continue
+                    if sock in self._streams:
+                        self._stream_readable(self._streams[sock])
+                        continue
                     if sock is not self._socket:
                         self._target_readable(sock)
                         continue
@@ -83,16 +98,18 @@ class FanOutRelay(ServingThread):
         if message.kind != Kind.RELAY:
             raise ProtocolError("malformed", f"a relay does not take {message.kind.name}")
         value = message.value
-        if not (isinstance(value, dict) and isinstance(value.get("targets"), list)
-                and isinstance(value.get("frames"), int) and 1 <= value["frames"] <= len(message.frames)):
-            raise ProtocolError("malformed", "a relay request is {targets, frames}")
-        inner = list(message.frames[-value["frames"]:])
-        job = _Job(identity, message.request_id, [None] * len(value["targets"]), len(value["targets"]))
+        targets = value.get("targets", {}).get(self.address) if isinstance(value, dict) and \
+            isinstance(value.get("targets"), dict) else None
+        if not (isinstance(targets, list) and isinstance(value.get("frames"), int)
+                and 1 <= value["frames"] <= len(message.frames)):
+            raise ProtocolError("malformed", "a relay request is {targets: {this relay's address: [...]}, frames}")
+        inner = [self._streamed.get(id(frame), frame) for frame in message.frames[-value["frames"]:]]
+        job = _Job(identity, message.request_id, [None] * len(targets), len(targets))
         shared: list[Any] | None = None        # the inner frames in shared blocks, put once for every channel
-        for slot, target in enumerate(value["targets"]):
+        for slot, target in enumerate(targets):
             connection = self._connect(target)
             if connection.alive and connection.channel is None:
-                sockets.send_frames(connection.socket, inner)
+                sockets.send_frames(connection.socket, [_copied(frame) for frame in inner])
             elif connection.alive and connection.channel is not None:
                 shared = self._pool.share_large(inner) if shared is None else shared
                 try:
@@ -104,6 +121,37 @@ class FanOutRelay(ServingThread):
             else:
                 self._complete(job, slot, DEAD)
         self.stats["relayed"] += 1
+
+    def _accept_stream(self) -> None:
+        stream = self._listener.accept(self.secret, self.settings.timeout)
+        if stream is not None:
+            self._streams[stream.fileno()] = stream
+            self._poller.register(stream.fileno(), zmq.POLLIN)
+
+    def _stream_readable(self, stream: InboundStream) -> None:
+        """Authenticate a new stream as its proof comes, then serve one whole message of it (read into this
+        relay's blocks as it arrives); a stream that fails either is closed and counted."""
+        try:
+            if stream.identity is None:
+                if stream.authenticate(lambda identity: identity in self._peers):
+                    self.stats["streams"] += 1
+                return
+            frames, self._streamed = stream.read(self._pool, self.settings.max_message_bytes)
+        except ProtocolError as error:
+            self.stats[error.reason] += 1
+            self._poller.unregister(stream.fileno())
+            del self._streams[stream.fileno()]
+            stream.close()
+            return
+        try:
+            with self._serial:
+                self._serve(stream.identity, frames)
+            self.stats["streamed"] += 1
+        finally:
+            for frame in frames:
+                if id(frame) in self._streamed:
+                    frame.release()         # the block's mapping stays closable
+            self._streamed = {}
 
     def _connect(self, target: Any) -> Connection:
         if not (isinstance(target, list) and len(target) in (2, 4) and isinstance(target[0], str)):
@@ -201,7 +249,25 @@ class FanOutRelay(ServingThread):
     def _close_thread_sockets(self) -> None:
         for connection in self._targets.values():
             connection.close()
+        for stream in self._streams.values():
+            stream.close()
+        self._listener.close()
         self._pool.close()
+
+
+def _description(endpoint: dict[str, Any]) -> list[Any]:
+    """How a relay reaches the server of ``endpoint``: [address, curve key(, local name, machine)]."""
+    return [endpoint["address"], endpoint.get("curve_public_key"),
+            *([endpoint["local"], endpoint.get("machine")] if endpoint.get("local") else [])]
+
+
+def _copied(frame: Any) -> Any:
+    """A frame for a ZeroMQ send: a block's frame as bytes of its own (the block may be rewritten while libzmq
+    still sends from it), any other as it is."""
+    if isinstance(frame, local.SharedFrame):
+        with memoryview(frame.block.memory) as memory:
+            return bytes(memory[:frame.nbytes])
+    return frame
 
 
 class RelayActor:
@@ -226,6 +292,7 @@ class Relays:
         self.link = link
         self.relayed = 0
         self._by_node: dict[str, tuple[Any, Connection]] = {}
+        self._streams: dict[Connection, StreamSender] = {}
         self._jobs: dict[int, list[tuple[Connection, list[Connection]]]] = {}
 
     def route(self, connections: Sequence[Connection],
@@ -258,18 +325,40 @@ class Relays:
                                     sealed=self.link.sealed_link(endpoint))
             self._by_node[node] = (handle, self.link.attach(connection, member=False))
             self.link.handshake([connection])
+            self._open_stream(connection)
         return self._by_node[node][1]
 
-    def forward(self, relay: Connection, targets: list[Connection], request_id: int, frames: list[Any]) -> None:
-        """Send ``frames`` (one signed message) to ``targets`` through ``relay``."""
-        description = [[t.endpoint["address"], t.endpoint.get("curve_public_key"),
-                        *([t.endpoint["local"], t.endpoint.get("machine")] if t.endpoint.get("local") else [])]
-                       for t in targets]
-        outer = self.link.wire.pack(Kind.RELAY, request_id, {"targets": description, "frames": len(frames)},
-                                    extra=frames, sealed=relay.trust == Trust.SEALED)
-        self.link.send(relay, outer)
-        self._jobs.setdefault(request_id, []).append((relay, targets))
-        self.relayed += 1
+    def _open_stream(self, relay: Connection) -> None:
+        """A bulk stream to ``relay`` (:mod:`.stream`) where its link tags every message; where it cannot be
+        opened (a firewall that lets ZeroMQ's port through only), the relay's messages stay on ZeroMQ."""
+        address = relay.endpoint.get("stream")
+        if not (relay.alive and relay.trust == Trust.SEALED and isinstance(address, str)):
+            return
+        identity = relay.socket.getsockopt(zmq.ROUTING_ID)
+        try:
+            self._streams[relay] = StreamSender(address, identity, self.link.secret, self.link.settings.timeout)
+        except OSError as error:
+            log.warning("rpc: no bulk stream to %s at %s (%s): its broadcasts go over ZeroMQ", relay.name, address,
+                        error)
+
+    def forward(self, relayed: dict[Connection, list[Connection]], request_id: int, frames: list[Any]) -> None:
+        """Send ``frames`` (one message, framed for the links inside a node) to each relay's targets: one RELAY
+        message naming every relay's targets, packed (and its large frames tagged) once per framing."""
+        body = {"targets": {relay.endpoint["address"]: [_description(target.endpoint) for target in targets]
+                            for relay, targets in relayed.items()}, "frames": len(frames)}
+        packed: dict[bool, list[Any]] = {}
+        for relay, targets in relayed.items():
+            sealed = relay.trust == Trust.SEALED
+            if sealed not in packed:
+                packed[sealed] = self.link.wire.pack(Kind.RELAY, request_id, body, extra=frames, sealed=sealed)
+            stream = self._streams.get(relay)
+            if stream is None:
+                self.link.send(relay, packed[sealed])
+            else:       # every message to this relay, so none overtakes another
+                stream.send(packed[sealed])
+                self.link.bytes_sent += sum(len(frame) for frame in packed[sealed])
+            self._jobs.setdefault(request_id, []).append((relay, targets))
+            self.relayed += 1
 
     def unwrap(self, relay: Connection, message: Message) -> Iterator[tuple[Connection, Sequence[memoryview] | None]]:
         """Each target's inner reply frames (None for a target that died) from a RELAY_REPLY."""
@@ -292,6 +381,9 @@ class Relays:
 
     def check_alive(self, request_id: int) -> None:
         for relay, _ in self._jobs.get(request_id, ()):
+            stream = self._streams.get(relay)
+            if stream is not None and stream.failure is not None:
+                relay.died(stream.failure)
             if not relay.alive:
                 raise ActorDiedError(relay.name, None, relay.death)
 
@@ -304,6 +396,9 @@ class Relays:
 
     def close(self) -> None:
         """Close relay connections and end the relay processes."""
+        for stream in self._streams.values():
+            stream.close()
+        self._streams.clear()
         for handle, connection in self._by_node.values():
             connection.close()
             import ray

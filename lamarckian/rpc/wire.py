@@ -45,7 +45,7 @@ class Kind(enum.IntEnum):
     GATHER_STOP = 7  # body: generation; answered by REPLY
     GATHER_ITEM = 8  # body: [generation, value] (or an ERROR-shaped list with kind ERROR)
     CREDIT = 9  # body: number of credits returned
-    RELAY = 10  # body: {"targets": [address...], "frames": n}; the last n data frames are the inner message
+    RELAY = 10  # body: {"targets": {relay address: [target...]}, "frames": n}; the last n data frames: inner message
     RELAY_REPLY = 11  # body: {"sizes": [frames per target or -1 if it died]}; data frames: inner replies
     HELLO = 12  # client -> server: the client's handshake nonce (32 bytes)
     CHALLENGE = 13  # server -> client: [server nonce, server proof]
