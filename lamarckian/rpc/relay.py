@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .link import Link
 
 DEAD = -1
+MAX_UNPROVEN_STREAMS = 64     # bulk streams awaiting their proof at once
 log = logging.getLogger(__name__)
 
 
@@ -123,10 +124,22 @@ class FanOutRelay(ServingThread):
         self.stats["relayed"] += 1
 
     def _accept_stream(self) -> None:
+        """Take a new stream; beyond :data:`MAX_UNPROVEN_STREAMS` awaiting their proof, the oldest such is closed
+        (connections that never answer cannot pile up)."""
         stream = self._listener.accept(self.secret, self.settings.timeout)
-        if stream is not None:
-            self._streams[stream.fileno()] = stream
-            self._poller.register(stream.fileno(), zmq.POLLIN)
+        if stream is None:
+            return
+        self._streams[stream.fileno()] = stream
+        self._poller.register(stream.fileno(), zmq.POLLIN)
+        unproven = [each for each in self._streams.values() if each.identity is None]
+        if len(unproven) > MAX_UNPROVEN_STREAMS:
+            self.stats["unauthenticated"] += 1
+            self._drop_stream(unproven[0])
+
+    def _drop_stream(self, stream: InboundStream) -> None:
+        self._poller.unregister(stream.fileno())
+        del self._streams[stream.fileno()]
+        stream.close()
 
     def _stream_readable(self, stream: InboundStream) -> None:
         """Authenticate a new stream as its proof comes, then serve one whole message of it (read into this
@@ -139,9 +152,7 @@ class FanOutRelay(ServingThread):
             frames, self._streamed = stream.read(self._pool, self.settings.max_message_bytes)
         except ProtocolError as error:
             self.stats[error.reason] += 1
-            self._poller.unregister(stream.fileno())
-            del self._streams[stream.fileno()]
-            stream.close()
+            self._drop_stream(stream)
             return
         try:
             with self._serial:

@@ -16,7 +16,7 @@ import zmq
 from lamarckian.rpc import RpcSettings
 from lamarckian.rpc.auth import handshake_nonce, stream_proof
 from lamarckian.rpc.connection import Connection
-from lamarckian.rpc.relay import FanOutRelay, _description
+from lamarckian.rpc.relay import MAX_UNPROVEN_STREAMS, FanOutRelay, _description
 from lamarckian.rpc.stream import StreamSender
 from lamarckian.rpc.wire import Kind, Message, Trust, Wire
 
@@ -159,3 +159,18 @@ def test_a_message_over_the_size_limit_is_refused_before_it_is_read(relayed):
     sock.sendall(struct.pack(">I", 1) + struct.pack(">Q", SETTINGS.max_message_bytes + 1))
     assert stats_after(relay, "oversize")["oversize"] == 1
     assert sock.recv(1) == b""                      # the stream is closed
+
+
+def test_connections_that_never_prove_anything_cannot_pile_up(relayed):
+    relay, caller = relayed
+    silent = [raw_stream(relay) for _ in range(MAX_UNPROVEN_STREAMS + 3)]
+    deadline = time.monotonic() + 10
+    while relay.stats["unauthenticated"] < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(relay._streams) == MAX_UNPROVEN_STREAMS
+    stream = StreamSender(relay.endpoint()["stream"], caller.identity, SECRET, SETTINGS.timeout)
+    stream.send(caller.relay_message(16, "add", 5, 0))
+    assert caller.replies(caller.receive()) == [5, 6]
+    stream.close()
+    for sock in silent:
+        sock.close()
