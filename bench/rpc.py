@@ -9,6 +9,12 @@ Targets (issues 18 and 34, 2-core machine):
   All    50 MB float32 to 8 actors:       <= 0.5x ray.put + 8 actor calls taking it, <= 0.2x the ZeroMQ path
   Any    no-op round trip on one actor:   <= a Ray Compiled Graph call (on one actor); the same over 2 actors in
                                           turn (as the raw reference) is printed beside it
+  Any    the same, pinned (issue 65):     <= 1.2x a raw pyzmq REQ/REP pair and <= 0.5x the Compiled Graph. The pair
+                                          is a REQ here and a REP echo in a plain child process (no Ray, no framing,
+                                          no authentication) over loopback TCP: the socket's floor. Pinned: this
+                                          process's threads on the first core, every thread of the serving process
+                                          (ours: the actor; raw: the child) on the last; warmed: one untimed block
+                                          each, then timed blocks of the two alternating.
   Gather 1 MB results from 2 actors:      >= 1.0x raw ZeroMQ's throughput
 
 ``--cluster`` runs the same three patterns between the nodes of a 3-raylet ``ray.cluster_utils.Cluster`` on this
@@ -30,6 +36,8 @@ import argparse
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from typing import Any as Value
@@ -46,6 +54,21 @@ BROADCAST_BYTES = 4 << 20
 LARGE_BROADCAST_BYTES = 50 << 20
 LARGE_FANOUT = 8
 CHUNK_BYTES = 1 << 20
+RAW_REP = """import zmq
+socket = zmq.Context().socket(zmq.REP)
+print(socket.bind_to_random_port("tcp://127.0.0.1"), flush=True)
+while True:
+    socket.send(socket.recv())
+"""
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    """Pin every thread of process ``pid`` to ``cpus`` (``sched_setaffinity`` of a pid moves one thread only)."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(task), cpus)
+        except OSError:
+            pass        # a thread that ended meanwhile
 
 
 @gather
@@ -77,6 +100,10 @@ class Peer:
 
     def raw_address(self) -> str:
         return self._raw_address
+
+    def pin(self, cpu: int) -> None:
+        """Pin every thread of this actor's process to ``cpu``."""
+        pin(os.getpid(), {cpu})
 
     def _serve_raw(self) -> None:
         """b"c": a gather credit, answered by one chunk; anything else is echoed as an empty ack."""
@@ -137,6 +164,61 @@ class RawClient:
                 if requested < count:
                     sock.send(b"c")
                     requested += 1
+
+
+class RawPair:
+    """The raw ZeroMQ floor: a REQ here, a REP echo in a plain child process (:data:`RAW_REP`), both pinned."""
+
+    def __init__(self, cpu: int) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", RAW_REP], stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        port = int(self.process.stdout.readline())
+        pin(self.process.pid, {cpu})
+        self.context = zmq.Context()
+        self.socket = self.context.socket(zmq.REQ)
+        self.socket.connect(f"tcp://127.0.0.1:{port}")
+
+    def round_trips(self, count: int) -> None:
+        for _ in range(count):
+            self.socket.send(b"x")
+            self.socket.recv()
+
+    def close(self) -> None:
+        self.socket.close(linger=0)
+        self.context.term()
+        self.process.kill()
+        self.process.wait()
+
+
+def alternating(blocks: dict[str, Callable[[], None]], repeats: int) -> dict[str, float]:
+    """Median seconds of each block, timed in turn ``repeats`` times (after one untimed run of each)."""
+    for block in blocks.values():
+        block()
+    samples: dict[str, list[float]] = {name: [] for name in blocks}
+    for _ in range(repeats):
+        for name, block in blocks.items():
+            start = time.perf_counter()
+            block()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
+def pinned_against_raw(actor: Value, options: argparse.Namespace) -> tuple[float, float]:
+    """Seconds per no-op round trip of ``Any`` on ``actor`` and of the raw REQ/REP pair, pinned alike and timed
+    alternately; this process is unpinned again afterwards."""
+    cpus = sorted(os.sched_getaffinity(0))
+    pair = RawPair(cpus[-1])
+    ray.get(actor.pin.remote(cpus[-1]))
+    pin(os.getpid(), {cpus[0]})
+    n = options.round_trips
+    try:
+        with Any([actor]) as one:
+            medians = alternating({"ours": lambda: [one("noop") for _ in range(n)],
+                                   "raw": lambda: pair.round_trips(n)}, options.repeats)
+    finally:
+        pin(os.getpid(), set(cpus))
+        pair.close()
+    return medians["ours"] / n, medians["raw"] / n
 
 
 class Patterns:
@@ -214,7 +296,6 @@ def single_node(options: argparse.Namespace) -> None:
     by_ray = timed(lambda: [ray_broadcast(blob, actors) for _ in range(n)], options.repeats) / n
     rows.append(("All: 4 MB to 2 actors", f"{mine*1e3:.2f} ms", f"{zeromq_path*1e3:.2f} ms", f"{reference*1e3:.2f} ms",
                  f"{by_ray*1e3:.2f} ms", "", f"{mine/reference:.2f}x raw time (<= 1.0)", mine / reference <= 1.0))
-    rows.append(large_broadcast(options, start))
 
     n = options.round_trips
     mine, zeromq_path = ours.round_trip(), over_zeromq.round_trip()
@@ -226,6 +307,11 @@ def single_node(options: argparse.Namespace) -> None:
         alone = timed(lambda: [one("noop") for _ in range(n)], options.repeats) / n
     rows.append(("Any: no-op round trip, 1 actor", f"{alone*1e6:.0f} us", "", "", "", f"{graph*1e6:.0f} us",
                  f"{alone/graph:.2f}x Compiled Graph (<= 1)", alone <= graph))
+    solo, floor = pinned_against_raw(start(1)[0], options)
+    rows.append(("Any: no-op round trip, 1 actor, pinned", f"{solo*1e6:.1f} us", "",
+                 f"{floor*1e6:.1f} us (REQ/REP pair)", "", f"{graph*1e6:.0f} us",
+                 f"{solo/floor:.2f}x raw REQ/REP (<= 1.2), {solo/graph:.2f}x Compiled Graph (<= 0.5)",
+                 solo <= 1.2 * floor and solo <= 0.5 * graph))
     rows.append(("Any: no-op round trip, 2 actors in turn", f"{mine*1e6:.0f} us", f"{zeromq_path*1e6:.0f} us",
                  f"{reference*1e6:.0f} us", f"{by_ray*1e6:.0f} us", f"{graph*1e6:.0f} us",
                  f"{mine/graph:.2f}x Compiled Graph, {mine/reference:.2f}x raw", None))
@@ -250,6 +336,8 @@ def single_node(options: argparse.Namespace) -> None:
                  f"{mine/reference:.2f}x raw throughput (>= 1.0), {mine/by_ray:.1f}x Ray", mine / reference >= 1.0))
     ours.close()
     over_zeromq.close()
+    # last: its 8 actors come and go, and Ray starts workers in their place for seconds after
+    rows.insert(1, large_broadcast(options, start))
     print_table(f"lamarckian.rpc, one node - {time.strftime('%Y-%m-%d')} - "
                 f"{platform.processor() or platform.machine()}, "
                 f"{os.cpu_count()} cores, median of {options.repeats}",

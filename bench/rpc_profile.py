@@ -7,6 +7,11 @@ caller's thread here, the serving thread there. Then cProfile on both threads ov
 with the most own time per call. Medians of ``--repeats`` blocks.
 
     python bench/rpc_profile.py [--calls 3000] [--repeats 5] [--top 12]
+    python bench/rpc_profile.py --flame docs/rpc_flame.svg [--calls 100000]
+
+``--flame`` samples both processes with py-spy instead (``record --subprocesses --nonblocking``: the processes are not paused to be read; idle threads left out, so the
+graph shows where CPU goes, not waiting): ``--calls`` no-op ``Any`` calls on an actor in a child process
+(lamarckian.rpc.processes: py-spy follows children, not Ray's workers), written as an SVG flame graph.
 """
 
 from __future__ import annotations
@@ -92,12 +97,48 @@ def measure(call, calls: int, repeats: int, server_cpu) -> tuple[float, float, f
     return statistics.median(walls), statistics.median(mine), statistics.median(theirs)
 
 
+def flame(path: str, calls: int) -> None:
+    """Run :func:`child_calls` under ``py-spy record`` into the SVG ``path``."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("py-spy") is None:
+        raise SystemExit("--flame needs py-spy (pip install py-spy)")
+    command = ["py-spy", "record", "--subprocesses", "--nonblocking", "--rate", "250", "--format", "flamegraph", "--output", path,
+               "--", sys.executable, __file__, "--child-calls", str(calls)]
+    raise SystemExit(subprocess.call(command))
+
+
+def child_calls(calls: int) -> None:
+    """``calls`` no-op calls on a :class:`Probe` in a child process (after 1,000 untimed ones); prints µs per call."""
+    from lamarckian.rpc import processes
+
+    processes.warm_up(["lamarckian.rpc"])
+    actor = processes.spawn(Probe)
+    with Any([actor]) as someone:
+        for _ in range(1000):
+            someone("noop")
+        start = time.perf_counter()
+        for _ in range(calls):
+            someone("noop")
+        print(f"{calls} calls, {(time.perf_counter() - start) / calls * 1e6:.1f} µs per call (sampled)")
+    actor.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--flame", metavar="SVG", help="a py-spy flame graph of --calls calls instead")
+    parser.add_argument("--child-calls", type=int, help=argparse.SUPPRESS)     # --flame's own process
     args = parser.parse_args()
+    if args.flame:
+        flame(args.flame, args.calls)
+    if args.child_calls:
+        child_calls(args.child_calls)
+        return
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     actor = ray.remote(num_cpus=0)(Probe).remote()
     someone = Any([actor])
