@@ -295,3 +295,53 @@ def test_evolve_py_loses_a_host_goes_on_keeps_every_member_and_uses_the_host_aga
     assert lost > len(before), text[-3000:]
     assert f"host {lost_host} joined" in text, text[-3000:]
     assert "still waiting for the next iteration" not in text, text[-3000:]
+
+
+REMOTE_SAC = ["mdp/gym.yml", "mdp/gym/pendulum.yml", "rl/sac.yml"]
+REMOTE_SMALL = ["sample.envs=2", "sample.truncation=8", "model.hidden=[32,32]"]
+
+
+@pytest.mark.slow
+def test_remote_workers_on_one_host_feed_a_trainer_on_another_through_a_relay_on_a_third(tmp_path):
+    """python -m lamarckian.remote across hosts: the relay server on host 1, bound at that host's own address; two
+    workers (no Ray) on host 2; train.py with SAC and rl.remote.server on host 0, against its Ray node. The trainer has
+    no actors of its own: every env step it learns from crossed two links. It reaches its step budget and exits 0; the
+    relay's statistics name both workers, with their segments, and nothing refused or dropped as garbage."""
+    from lamarckian.remote.keys import keygen
+
+    keys, allowed = tmp_path / "keys", tmp_path / "keys" / "workers"
+    for name in ("server", "trainer", "alice", "bob"):
+        keygen(keys, name)
+    allowed.mkdir()
+    for name in ("alice", "bob"):
+        (allowed / f"{name}.key").write_bytes((keys / f"{name}.key").read_bytes())
+    server_log, train_log = tmp_path / "server.log", tmp_path / "train.log"
+    with Hosts(3) as hosts, RayNodes(hosts, tmp_path / "nodes", cpus=1) as nodes:
+        nodes.start(count=1)                                     # Ray on host 0 only
+        address = f"tcp://{hosts[1].address}:5555"
+        server = hosts.popen(hosts[1], [sys.executable, "-m", "lamarckian.remote", "server", "--bind", address,
+                                        "--keys", str(allowed), "--secret", str(keys / "server.key_secret"),
+                                        "--trainer", str(keys / "trainer.key")], log=server_log, cwd=REPOSITORY)
+        wait_for_line(server_log, "serving on", 60)
+        workers = [hosts.popen(hosts[2], [sys.executable, "-m", "lamarckian.remote", "worker", "--server", address,
+                                          "--key", str(keys / f"{name}.key_secret"), "-c", *REMOTE_SAC, "-m",
+                                          *REMOTE_SMALL], log=tmp_path / f"{name}.log", cwd=REPOSITORY)
+                   for name in ("alice", "bob")]
+        train = drive(hosts, nodes, "train.py", REMOTE_SAC, [
+            *REMOTE_SMALL, f"rl.remote.server={address}", f"rl.remote.key={keys / 'trainer.key_secret'}",
+            f"rl.remote.server_key={keys / 'server.key'}", "train.replay.start=64", "train.replay.batch=32",
+            "evaluator.episodes=2", "evaluator.terminate=self.cost >= 2000 or self.time >= 150"], tmp_path / "run",
+            train_log)
+        code = train.wait(timeout=240)
+        for worker in workers:
+            worker.send_signal(signal.SIGTERM)
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    text = train_log.read_text(errors="replace")
+    assert code == 0, text[-3000:]
+    rows = (tmp_path / "run" / "evaluations.csv").read_text().splitlines()
+    assert float(rows[-1].split(",")[rows[0].split(",").index("cost")]) >= 2000, rows[-3:]
+    statistics = json.loads(server_log.read_text().split("server statistics: ")[-1].splitlines()[0])
+    assert {name: worker["segments"] > 0 for name, worker in statistics["workers"].items()} == \
+        {"alice": True, "bob": True}, statistics
+    assert (statistics["refused"], statistics.get("garbage", 0)) == (0, 0), statistics    # counters start at none
