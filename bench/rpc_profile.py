@@ -9,9 +9,10 @@ with the most own time per call. Medians of ``--repeats`` blocks.
     python bench/rpc_profile.py [--calls 3000] [--repeats 5] [--top 12]
     python bench/rpc_profile.py --flame docs/rpc_flame.svg [--calls 100000]
 
-``--flame`` samples both processes with py-spy instead (``record --subprocesses --nonblocking``: the processes are not paused to be read; idle threads left out, so the
-graph shows where CPU goes, not waiting): ``--calls`` no-op ``Any`` calls on an actor in a child process
-(lamarckian.rpc.processes: py-spy follows children, not Ray's workers), written as an SVG flame graph.
+``--flame`` samples both processes with py-spy instead (``record --subprocesses --nonblocking``: the processes are
+not paused to be read; idle threads left out, so the graph shows where CPU goes, not waiting): ``--calls`` no-op
+``Any`` calls on an actor in a child process (lamarckian.rpc.processes: py-spy follows children, not Ray's workers),
+written as an SVG flame graph.
 """
 
 from __future__ import annotations
@@ -105,8 +106,8 @@ def flame(path: str, calls: int) -> None:
 
     if shutil.which("py-spy") is None:
         raise SystemExit("--flame needs py-spy (pip install py-spy)")
-    command = ["py-spy", "record", "--subprocesses", "--nonblocking", "--rate", "250", "--format", "flamegraph", "--output", path,
-               "--", sys.executable, __file__, "--child-calls", str(calls)]
+    command = ["py-spy", "record", "--subprocesses", "--nonblocking", "--rate", "250", "--format", "flamegraph",
+               "--output", path, "--", sys.executable, __file__, "--child-calls", str(calls)]
     raise SystemExit(subprocess.call(command))
 
 
