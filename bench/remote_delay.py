@@ -1,13 +1,16 @@
-"""What a slow link costs remote workers: train.py (SAC, Pendulum, ``rl.remote.server``) fed by workers whose link to
-the relay server has 0, +5 or +50 ms each way, in env steps per second the trainer learned from and its evaluation.
+"""What a slow link costs remote workers: train.py (SAC, the real-time Pendulum, ``rl.remote.server``) fed by workers
+whose link to the relay server has 0, +5 or +50 ms each way, in env steps per second the trainer learned from (the
+real-time ideal: 20 Hz × 4 environments a worker) and its evaluation.
 
 On this machine: the relay server, ``--workers`` worker processes (``python -m lamarckian.remote worker``) that reach
 it through a userspace delaying proxy (bench/hostlib/delay.py: every chunk, both ways, ``delay`` seconds late, in
-order; this kernel has no ``netem``), and the trainer, connected to the server directly. Each delay gets a fresh
+order; this kernel has no ``netem``), and the trainer, connected to the server directly. Real time keeps the workers'
+CPU use the same at every delay (a worker sampling flat out would take the 2 cores from the trainer, and the delay,
+which makes it wait for acknowledgements, would then speed the trainer up). Each delay gets a fresh
 server, workers and trainer for ``--seconds`` of training; the delays alternate, ``--repeats`` times. The 0 ms row
 goes through the same proxy (only the added delay differs).
 
-    python bench/remote_delay.py [--seconds 60] [--workers 2] [--repeats 2] [--delays 0 5 50]
+    python bench/remote_delay.py [--seconds 90] [--workers 2] [--repeats 2] [--delays 0 5 50]
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostlib.delay import DelayProxy  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-CONFIG = ["-c", "mdp/gym.yml", "mdp/gym/pendulum.yml", "rl/sac.yml"]
+CONFIG = ["-c", "mdp/realtime/pendulum.yml", "rl/sac.yml"]
 
 
 def free_port() -> int:
@@ -91,7 +94,7 @@ def one_run(delay: float, seconds: float, workers: int, folder: Path) -> tuple[f
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=60.0, help="of training per run")
+    parser.add_argument("--seconds", type=float, default=90.0, help="of training per run")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--delays", type=float, nargs="+", default=[0.0, 5.0, 50.0], metavar="MS",
@@ -106,9 +109,9 @@ def main() -> None:
             print(f"+{delay:g} ms each way, run {repeat + 1}: {result[0]:.0f} env steps/s, evaluation {result[1]:.0f}",
                   flush=True)
     base = statistics.median(rate for rate, _ in results[options.delays[0]])
-    print(f"\ntrain.py SAC Pendulum-v1 from {options.workers} remote workers, {options.seconds:.0f} s a run - "
-          f"{time.strftime('%Y-%m-%d')} - {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"median of {options.repeats}")
+    print(f"\ntrain.py SAC real-time Pendulum-v1 (20 Hz) from {options.workers} remote workers, "
+          f"{options.seconds:.0f} s a run - {time.strftime('%Y-%m-%d')} - "
+          f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, median of {options.repeats}")
     print("| workers' link | env steps/s (each run) | median | vs +0 ms | evaluation at the end (each run) |")
     print("|---|---|---|---|---|")
     for delay, runs in results.items():
