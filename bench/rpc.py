@@ -302,9 +302,9 @@ def single_node(options: argparse.Namespace) -> None:
     reference = timed(lambda: raw.round_trips(n), options.repeats) / n
     by_ray = timed(lambda: [ray.get(actors[index % 2].noop.remote()) for index in range(n // 10)],
                    options.repeats) / (n // 10)
-    graph = compiled_graph_latency(graph_actor, options)
     with Any(actors[:1]) as one:        # like the Compiled Graph: one actor
         alone = timed(lambda: [one("noop") for _ in range(n)], options.repeats) / n
+    graph = compiled_graph_latency(graph_actor, options)
     rows.append(("Any: no-op round trip, 1 actor", f"{alone*1e6:.0f} us", "", "", "", f"{graph*1e6:.0f} us",
                  f"{alone/graph:.2f}x Compiled Graph (<= 1)", alone <= graph))
     solo, floor = pinned_against_raw(start(1)[0], options)
