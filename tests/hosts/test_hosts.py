@@ -330,9 +330,9 @@ def test_remote_workers_on_one_host_feed_a_trainer_on_another_through_a_relay_on
         train = drive(hosts, nodes, "train.py", REMOTE_SAC, [
             *REMOTE_SMALL, f"rl.remote.server={address}", f"rl.remote.key={keys / 'trainer.key_secret'}",
             f"rl.remote.server_key={keys / 'server.key'}", "train.replay.start=64", "train.replay.batch=32",
-            "evaluator.episodes=2", "evaluator.terminate=self.cost >= 2000 or self.time >= 150"], tmp_path / "run",
-            train_log)
-        code = train.wait(timeout=240)
+            "evaluator.episodes=2", "evaluator.terminate=self.cost >= 1000 or self.time >= 400"], tmp_path / "run",
+            train_log)                                           # the time: a safety net for a loaded machine
+        code = train.wait(timeout=480)
         for worker in workers:
             worker.send_signal(signal.SIGTERM)
         server.send_signal(signal.SIGTERM)
@@ -340,7 +340,7 @@ def test_remote_workers_on_one_host_feed_a_trainer_on_another_through_a_relay_on
     text = train_log.read_text(errors="replace")
     assert code == 0, text[-3000:]
     rows = (tmp_path / "run" / "evaluations.csv").read_text().splitlines()
-    assert float(rows[-1].split(",")[rows[0].split(",").index("cost")]) >= 2000, rows[-3:]
+    assert float(rows[-1].split(",")[rows[0].split(",").index("cost")]) >= 1000, rows[-3:]
     statistics = json.loads(server_log.read_text().split("server statistics: ")[-1].splitlines()[0])
     assert {name: worker["segments"] > 0 for name, worker in statistics["workers"].items()} == \
         {"alice": True, "bob": True}, statistics
