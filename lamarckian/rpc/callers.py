@@ -484,5 +484,11 @@ class _Stopper:
     def __enter__(self) -> "_Stopper":
         return self
 
-    def __exit__(self, *exc_info: Value) -> None:
-        self.close()
+    def __exit__(self, kind: Value, error: Value, traceback: Value) -> None:
+        if kind is None:
+            self.close()
+            return
+        try:        # the block's own exception (a Ctrl-C, a failure) is what the caller sees, not a death found now
+            self.close()
+        except ActorDiedError as died:
+            log.warning("gather: while stopping after %s: %s", kind.__name__, died)

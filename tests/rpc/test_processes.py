@@ -155,3 +155,21 @@ def test_a_child_asked_to_close_runs_close(tmp_path):
         assert everyone("add", 0) == [2]
     child.close()
     assert closed.read_text() == "closed"
+
+
+def test_an_exception_leaving_a_gathering_block_is_not_replaced_by_a_death_found_while_stopping():
+    """A Ctrl-C (here a ValueError) leaves the ``with gather.gathering(...)`` block while an actor is dead: closing
+    the loops finds the death, and the caller still sees its own exception."""
+    actors = [spawn(Echo, tag) for tag in range(2)]
+    gather = Gather(All(actors))
+    try:
+        with pytest.raises(ValueError, match="the block's own"):
+            with gather.gathering("count"):
+                gather()
+                os.kill(actors[1].pid, signal.SIGKILL)
+                assert gone(actors[1].pid)
+                raise ValueError("the block's own")
+    finally:
+        gather.close()
+        for actor in actors:
+            actor.close()
